@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Building and tearing down a job's groups inside OpenSM, exactly as the
+ * SA would for a join, but all at once and before anyone asks. */
+#ifndef IBMCAST_OSM_BUILDER_H
+#define IBMCAST_OSM_BUILDER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "common/proto.h"
+#include "plugin.h"
+#include "registry.h"
+
+/* Create job's ngroups groups spanning every active HCA port of the named
+ * nodes (matched against the first word of each CA's NodeDescription).
+ * Takes osm->lock exclusively. On success fills groups[0..ngroups) and
+ * *ports; on failure creates nothing and returns -errno with *err and
+ * detail set (unknown_node, no_mlid, busy, internal). */
+int ibmc__builder_create(struct ibmc_plugin *p, uint32_t job,
+			 char *const *names, size_t count, unsigned ngroups,
+			 uint32_t qkey, uint16_t pkey,
+			 struct ibmc_group *groups, unsigned *ports,
+			 enum ibmc_err *err, char *detail, size_t detail_len);
+
+/* Remove the groups (by MGID, so it is safe after OpenSM rebuilt them).
+ * Takes osm->lock exclusively. OpenSM then clears their MFT entries. */
+void ibmc__builder_destroy(struct ibmc_plugin *p,
+			   const struct ibmc_group *groups, unsigned ngroups);
+
+/* MLID space: usable MLIDs and those in use by any group. */
+void ibmc__builder_mlid_usage(struct ibmc_plugin *p, unsigned *total,
+			      unsigned *used);
+
+#endif

@@ -1,0 +1,85 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The job registry: every accepted reservation, its groups and their
+ * readiness. Shared by the server thread and the confirmer thread under
+ * one mutex; never locked while taking osm->lock (lock order: osm->lock
+ * first, then the registry). */
+#ifndef IBMCAST_OSM_REGISTRY_H
+#define IBMCAST_OSM_REGISTRY_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <jansson.h>
+
+enum ibmc_state {
+	IBMC_STATE_BUILDING,
+	IBMC_STATE_READY,
+	IBMC_STATE_FAILED,
+	IBMC_STATE_RELEASED,
+};
+
+const char *ibmc__state_name(enum ibmc_state s);
+
+struct ibmc_group {
+	uint16_t index;
+	uint8_t mgid[16];
+	uint16_t mlid;       /* host order, 0xC000.. */
+	uint8_t mtu;         /* IBA encoding */
+	uint8_t rate;        /* IBA encoding */
+	unsigned members;    /* HCA ports in the group */
+	unsigned switches;   /* switches on the spanning tree, once known */
+	enum ibmc_state state;
+	uint64_t ready_ns;   /* CLOCK_MONOTONIC when confirmed */
+};
+
+struct ibmc_job {
+	struct ibmc_job *next;
+	uint32_t id;
+	uint32_t uid;
+	char *nodes;         /* compressed hostlist, for display */
+	char *canon;         /* sorted names joined by ',' (idempotency) */
+	unsigned node_count;
+	unsigned port_count;
+	uint32_t qkey;
+	uint16_t pkey;
+	unsigned ngroups;
+	struct ibmc_group *groups;
+	enum ibmc_state state;
+	char reason[160];    /* why failed */
+	unsigned lease_s;
+	uint64_t reserved_ns;
+	uint64_t ready_ns;
+	uint64_t lease_end_ns;
+	uint64_t generation; /* bumped when groups are (re)built */
+};
+
+struct ibmc_counters {
+	uint64_t requests, errors, reserves, releases, ready, failed;
+	uint64_t smp_reads, readback_mismatches;
+};
+
+struct ibmc_registry {
+	pthread_mutex_t lock;
+	pthread_cond_t changed; /* signalled on new work for the confirmer */
+	struct ibmc_job *jobs;
+	unsigned njobs;
+	struct ibmc_counters counters;
+};
+
+uint64_t ibmc__now_ns(void); /* CLOCK_MONOTONIC */
+
+int ibmc__registry_init(struct ibmc_registry *r);
+void ibmc__registry_destroy(struct ibmc_registry *r);
+
+/* All under r->lock, held by the caller. */
+struct ibmc_job *ibmc__registry_find(struct ibmc_registry *r, uint32_t id);
+void ibmc__registry_insert(struct ibmc_registry *r, struct ibmc_job *job);
+/* Unlinks and returns the job (caller frees), or NULL. */
+struct ibmc_job *ibmc__registry_remove(struct ibmc_registry *r, uint32_t id);
+bool ibmc__registry_any_building(struct ibmc_registry *r);
+
+void ibmc__job_free(struct ibmc_job *job);
+/* The job object of docs/protocol.md; NULL on ENOMEM. */
+json_t *ibmc__job_to_json(const struct ibmc_job *job, uint64_t now_ns);
+
+#endif
