@@ -302,11 +302,11 @@ int ibmc__request_parse(const char *line, size_t len,
 		return bad(err, detail, detail_len,
 			   "request: longer than %d bytes",
 			   IBMC_PROTO_MAX_LINE);
-	/* Scalars and NUL escapes are let through the parser so that the
-	 * checks below can name what is wrong with them. */
-	obj = json_loadb(line, len,
-			 JSON_REJECT_DUPLICATES | JSON_DECODE_ANY |
-				 JSON_ALLOW_NUL, &jerr);
+	/* Scalars are let through the parser so that the check below can
+	 * say what is wrong with them. "\u0000" stays refused: keys and
+	 * values are compared as C strings. */
+	obj = json_loadb(line, len, JSON_REJECT_DUPLICATES | JSON_DECODE_ANY,
+			 &jerr);
 	if (!obj)
 		return bad(err, detail, detail_len,
 			   "request: invalid JSON at column %d: %s",

@@ -107,7 +107,8 @@ int main(void)
 		  "4567892");
 	rc = ibmc__hostlist_expand("n[001-100]", 100, &hl);
 	tap_ok(!rc && hl.count == 100 && !strcmp(hl.names[0], "n001") &&
-	       !strcmp(hl.names[99], "n100"), "n[001-100]: 100 names, n001..n100");
+	       !strcmp(hl.names[99], "n100"),
+	       "n[001-100]: 100 names, n001..n100");
 	ibmc__hostlist_free(&hl);
 	rc = ibmc__hostlist_expand("node[1-16,20]", 17, &hl);
 	tap_ok(!rc && hl.count == 17 && !strcmp(hl.names[16], "node20"),
