@@ -1,0 +1,234 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# Sourced by the shell integration tests: TAP output for automake's
+# tap-driver, locating the build, and simulated fabrics that never outlive
+# the test.
+#
+# Usage:  . "$top_srcdir/tests/lib.sh"   (bash only)
+#
+# TAP:      plan N | ok STATUS MSG | is GOT WANT MSG | like GOT ERE MSG
+#           run_ok MSG CMD... | run_fails MSG CMD... | skip MSG
+#           diag MSG... | skip_all REASON | bail_out REASON
+# Needs:    need_cmd CMD [PACKAGE] | need_file PATH [WHAT] | plugin_built
+# Fabrics:  sim_up [ibmcast-sim up options]   sets SIM_DIR; EXIT trap runs
+#           down and removes the directory unless IBMCAST_KEEP_TMP is set
+#           sim_down DIR | sim_diag DIR CMD... | fabric_procs DIR
+#           at_exit CMD-STRING  (run at exit, last registered first)
+
+# shellcheck shell=bash disable=SC2034 # variables are for the tests
+
+# automake exports both (AM_TESTS_ENVIRONMENT); by hand, default to the
+# source tree this file lives in, built in place.
+if [ -z "${top_srcdir:-}" ]; then
+	top_srcdir=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+fi
+if [ -z "${top_builddir:-}" ]; then
+	top_builddir=${IBMCAST_BUILDDIR:-$top_srcdir}
+fi
+top_srcdir=$(cd "$top_srcdir" && pwd)
+top_builddir=$(cd "$top_builddir" && pwd)
+export top_srcdir top_builddir
+# ibmcast-sim lives in the source tree; tell it where the build is.
+export IBMCAST_BUILDDIR=$top_builddir
+IBMCAST_SIM=$top_srcdir/sim-fabric/ibmcast-sim
+IBMCAST_FATTREE=$top_builddir/sim-fabric/ibmcast-fattree
+# The simulator and OpenSM install into sbin.
+PATH=$PATH:/usr/sbin:/sbin
+
+_tap_n=0
+_tap_failed=0
+_tap_planned=
+_at_exit=()
+
+plan() {
+	_tap_planned=$1
+	echo "1..$1"
+}
+
+diag() {
+	local line
+	# Each line becomes a TAP comment, whatever the message holds.
+	printf '%s\n' "$*" | while IFS= read -r line; do
+		printf '# %s\n' "$line"
+	done
+}
+
+# ok STATUS MSG: passes when STATUS (an exit status) is 0.
+ok() {
+	local status=$1
+	shift
+	_tap_n=$((_tap_n + 1))
+	if [ "$status" = 0 ]; then
+		echo "ok $_tap_n - $*"
+		return 0
+	fi
+	_tap_failed=$((_tap_failed + 1))
+	echo "not ok $_tap_n - $*"
+	return 1
+}
+
+is() {
+	local got=$1 want=$2
+	shift 2
+	if [ "$got" = "$want" ]; then
+		ok 0 "$@"
+	else
+		ok 1 "$@" || true
+		diag "  got:  '$got'" "  want: '$want'"
+		return 1
+	fi
+}
+
+like() {
+	local got=$1 re=$2
+	shift 2
+	if [[ $got =~ $re ]]; then
+		ok 0 "$@"
+	else
+		ok 1 "$@" || true
+		diag "  got:  '$got'" "  want match of: $re"
+		return 1
+	fi
+}
+
+# run_ok MSG CMD...: passes when CMD succeeds; shows its output if not.
+run_ok() {
+	local msg=$1 out rc=0
+	shift
+	out=$("$@" 2>&1) || rc=$?
+	if [ "$rc" = 0 ]; then
+		ok 0 "$msg"
+	else
+		ok 1 "$msg" || true
+		diag "command failed (exit $rc): $*" "$out"
+		return 1
+	fi
+}
+
+# run_fails MSG CMD...: passes when CMD exits non-zero (and not by signal).
+run_fails() {
+	local msg=$1 out rc=0
+	shift
+	out=$("$@" 2>&1) || rc=$?
+	if [ "$rc" != 0 ] && [ "$rc" -lt 128 ]; then
+		ok 0 "$msg"
+	else
+		ok 1 "$msg" || true
+		diag "expected failure, got exit $rc: $*" "$out"
+		return 1
+	fi
+}
+
+skip() {
+	_tap_n=$((_tap_n + 1))
+	echo "ok $_tap_n # SKIP $*"
+}
+
+skip_all() {
+	echo "1..0 # SKIP $*"
+	exit 0
+}
+
+bail_out() {
+	echo "Bail out! $*"
+	exit 99
+}
+
+# Skip the whole test only for a dependency that cannot be installed here;
+# a missing build output of our own is a failure, not a skip.
+need_cmd() {
+	command -v "$1" > /dev/null 2>&1 ||
+		skip_all "$1 not installed${2:+ (Debian package $2)}"
+}
+
+need_file() {
+	[ -e "$1" ] || bail_out "${2:-$1} missing: $1 (run make first)"
+}
+
+plugin_built() {
+	[ -e "$top_builddir/osm-plugin/.libs/libibmcast_osm.so" ]
+}
+
+at_exit() {
+	_at_exit+=("$1")
+}
+
+_lib_exit() {
+	local rc=$? i
+	trap - EXIT
+	for ((i = ${#_at_exit[@]} - 1; i >= 0; i--)); do
+		eval "${_at_exit[i]}" || true
+	done
+	if [ -n "$_tap_planned" ] && [ "$_tap_n" != "$_tap_planned" ] &&
+	   [ "$rc" = 0 ]; then
+		diag "planned $_tap_planned tests but ran $_tap_n"
+		rc=1
+	fi
+	[ "$_tap_failed" = 0 ] || [ "$rc" != 0 ] || rc=1
+	exit "$rc"
+}
+trap _lib_exit EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+
+# ---- simulated fabrics ---------------------------------------------------
+
+SIM_DIR=
+SIM_DIRS=()
+
+sim_down() {
+	"$IBMCAST_SIM" down --dir "$1" 2>&1 | sed 's/^/# /'
+	return "${PIPESTATUS[0]}"
+}
+
+_sim_cleanup() {
+	local dir=$1
+	[ -d "$dir" ] || return 0
+	sim_down "$dir" || true
+	if [ -n "${IBMCAST_KEEP_TMP:-}" ]; then
+		diag "kept $dir (IBMCAST_KEEP_TMP is set)"
+	else
+		rm -rf "$dir"
+	fi
+}
+
+# sim_up [ibmcast-sim up options]: brings a fabric up in a fresh temporary
+# directory (SIM_DIR) and returns up's exit status; its progress shows as
+# TAP comments.
+sim_up() {
+	local dir rc
+	dir=$(mktemp -d "${TMPDIR:-/tmp}/ibmcast-test.XXXXXX") ||
+		bail_out "mktemp failed"
+	SIM_DIR=$dir
+	SIM_DIRS+=("$dir")
+	at_exit "_sim_cleanup '$dir'"
+	"$IBMCAST_SIM" up --dir "$dir" "$@" 2>&1 | sed 's/^/# /'
+	rc=${PIPESTATUS[0]}
+	return "$rc"
+}
+
+sim_diag() {
+	local dir=$1
+	shift
+	"$IBMCAST_SIM" diag --dir "$dir" -- "$@"
+}
+
+# fabric_procs DIR: pids of live processes that belong to the fabric in
+# DIR: those naming DIR on their command line or attached to its ibsim
+# socket (as the plugin's helpers are).  Only looks, never signals.
+fabric_procs() {
+	local dir=$1 sock p cmd
+	sock=$(sed -n 's/^IBSIM_SOCKNAME=//p' "$dir/sim.state" 2>/dev/null)
+	for p in /proc/[0-9]*; do
+		[ "${p#/proc/}" != "$$" ] || continue
+		[ "${p#/proc/}" != "$BASHPID" ] || continue
+		grep -q '^State:[[:space:]]*Z' "$p/status" 2>/dev/null && continue
+		cmd=$(tr '\0' ' ' 2>/dev/null < "$p/cmdline") || continue
+		[ -n "$cmd" ] || continue
+		if [[ $cmd == *"$dir"* ]] ||
+		   { [ -n "$sock" ] &&
+		     tr '\0' '\n' 2>/dev/null < "$p/environ" |
+			grep -qx "IBSIM_SOCKNAME=$sock"; }; then
+			echo "${p#/proc/} $cmd"
+		fi
+	done
+}
