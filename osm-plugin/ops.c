@@ -216,7 +216,7 @@ static json_t *op_release(struct ibmc_plugin *p, const struct ibmc_request *r,
 		p->reg.counters.releases++;
 	pthread_mutex_unlock(&p->reg.lock);
 	reply = json_pack("{s:b, s:b, s:I}", "ok", 1, "released", j != NULL,
-			  (json_int_t)r->job);
+			  "job", (json_int_t)r->job);
 	if (j) {
 		ibmc__builder_destroy(p, j->groups, j->ngroups);
 		ibmc_log(IBMC_LOG_INFO, "job %u: released %u groups", j->id,
