@@ -220,13 +220,26 @@ static void handle_line(struct ibmc_server *s, struct client *c, char *line,
 	queue_reply(s, c, reply);
 }
 
+/* Handle every complete line already buffered, stopping at a wait that
+ * must block: the lines behind it are answered after it, in order. */
+static unsigned process_lines(struct ibmc_server *s, struct client *c)
+{
+	unsigned handled = 0;
+	char *line;
+	size_t len;
+
+	while (!c->parked && !c->closing &&
+	       (line = ibmc__linebuf_next(&c->in, &len))) {
+		handle_line(s, c, line, len);
+		handled++;
+	}
+	return handled;
+}
+
 static void read_client(struct ibmc_server *s, struct client *c)
 {
 	bool had_partial = c->in.len > 0;
-	unsigned handled = 0;
 	long n;
-	char *line;
-	size_t len;
 
 	n = ibmc__linebuf_fill(&c->in, c->fd);
 	if (n == -EAGAIN)
@@ -240,19 +253,14 @@ static void read_client(struct ibmc_server *s, struct client *c)
 		c->closing = true;
 		return;
 	}
-	if (n <= 0) {
+	if (n <= 0 && n != -ENOBUFS) {
 		c->closing = true;
 		c->out_len = c->out_off = 0; /* nobody to read it */
 		return;
 	}
-	while (!c->parked && !c->closing &&
-	       (line = ibmc__linebuf_next(&c->in, &len))) {
-		handle_line(s, c, line, len);
-		handled++;
-	}
 	/* The clock runs from the first byte of a request, so a client
 	 * trickling bytes cannot hold its connection open for ever. */
-	if (handled || !had_partial)
+	if (process_lines(s, c) || !had_partial)
 		c->since_ns = ibmc__now_ns();
 }
 
@@ -322,6 +330,7 @@ static void check_waits(struct ibmc_server *s, uint64_t now)
 		c->parked = false;
 		c->since_ns = now;
 		queue_reply(s, c, reply);
+		process_lines(s, c);
 		write_client(c);
 	}
 }
