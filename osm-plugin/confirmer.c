@@ -38,6 +38,7 @@ struct item {
 	uint8_t mgid[16];
 	bool sm_done;   /* conditions 1-3 hold */
 	bool confirmed; /* and 4 */
+	uint64_t sm_at; /* when 1-3 were seen to hold */
 	char why[96];   /* last reason it is not ready */
 	struct tree_switch *tree;
 	unsigned ntree;
@@ -407,6 +408,8 @@ static bool apply(struct ibmc_plugin *p, struct ibmc_confirmer *c)
 		    j->state != IBMC_STATE_BUILDING)
 			continue;
 		g = &j->groups[it->index];
+		if (it->sm_done && !g->sm_done_ns)
+			g->sm_done_ns = it->sm_at;
 		if (it->confirmed) {
 			g->state = IBMC_STATE_READY;
 			g->ready_ns = now;
@@ -424,12 +427,19 @@ static bool apply(struct ibmc_plugin *p, struct ibmc_confirmer *c)
 		}
 	}
 	for (struct ibmc_job *j = p->reg.jobs; j; j = j->next) {
-		unsigned ready = 0;
+		unsigned ready = 0, sm_done = 0;
+		uint64_t last_sm = 0;
 
 		if (j->state != IBMC_STATE_BUILDING)
 			continue;
-		for (unsigned g = 0; g < j->ngroups; g++)
+		for (unsigned g = 0; g < j->ngroups; g++) {
 			ready += j->groups[g].state == IBMC_STATE_READY;
+			sm_done += j->groups[g].sm_done_ns != 0;
+			if (j->groups[g].sm_done_ns > last_sm)
+				last_sm = j->groups[g].sm_done_ns;
+		}
+		if (sm_done == j->ngroups && !j->sm_done_ns)
+			j->sm_done_ns = last_sm;
 		if (ready == j->ngroups) {
 			j->state = IBMC_STATE_READY;
 			j->ready_ns = now;
@@ -448,6 +458,7 @@ static bool apply(struct ibmc_plugin *p, struct ibmc_confirmer *c)
 static void pass(struct ibmc_plugin *p, struct ibmc_confirmer *c)
 {
 	osm_opensm_t *osm = p->osm;
+	uint64_t now;
 	bool idle;
 
 	CL_PLOCK_ACQUIRE(&osm->lock);
@@ -458,8 +469,11 @@ static void pass(struct ibmc_plugin *p, struct ibmc_confirmer *c)
 	/* Read after the SM view: MFT SMPs posted by the pass that cleared
 	 * mlids_req were counted before that pass released the lock. */
 	idle = qp0_idle(osm);
+	now = ibmc__now_ns();
 	for (unsigned i = 0; i < c->nitems; i++) {
 		struct item *it = &c->items[i];
+
+		it->sm_at = now;
 
 		if (it->sm_done && !idle) {
 			it->sm_done = false;

@@ -174,6 +174,7 @@ static json_t *op_reserve(struct ibmc_plugin *p, const struct ibmc_request *r,
 			 detail);
 		goto out;
 	}
+	j->built_ns = ibmc__now_ns();
 	j->lease_end_ns = j->reserved_ns + (uint64_t)lease * 1000000000ULL;
 
 	pthread_mutex_lock(&p->reg.lock);

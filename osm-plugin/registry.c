@@ -171,6 +171,16 @@ json_t *ibmc__job_to_json(const struct ibmc_job *job, uint64_t now_ns)
 		return NULL;
 	if (job->state == IBMC_STATE_FAILED)
 		json_object_set_new(o, "reason", json_string(job->reason));
+	/* Where the time goes: creating groups under osm->lock, OpenSM's
+	 * own multicast pass, then our confirmation. */
+	if (job->built_ns)
+		json_object_set_new(o, "build_us",
+				    json_integer((json_int_t)(job->built_ns -
+						 job->reserved_ns) / 1000));
+	if (job->sm_done_ns)
+		json_object_set_new(o, "sm_done_us",
+				    json_integer((json_int_t)(job->sm_done_ns -
+						 job->reserved_ns) / 1000));
 	if (job->ready_ns) {
 		json_object_set_new(o, "ready_mono_ns",
 				    json_integer((json_int_t)job->ready_ns));

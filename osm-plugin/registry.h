@@ -29,6 +29,7 @@ struct ibmc_group {
 	unsigned members;    /* HCA ports in the group */
 	unsigned switches;   /* switches on the spanning tree, once known */
 	enum ibmc_state state;
+	uint64_t sm_done_ns; /* first seen programmed by OpenSM (1-3) */
 	uint64_t ready_ns;   /* CLOCK_MONOTONIC when confirmed */
 };
 
@@ -48,6 +49,8 @@ struct ibmc_job {
 	char reason[160];    /* why failed */
 	unsigned lease_s;
 	uint64_t reserved_ns;
+	uint64_t built_ns;   /* groups created inside OpenSM */
+	uint64_t sm_done_ns; /* OpenSM finished programming every group */
 	uint64_t ready_ns;
 	uint64_t lease_end_ns;
 	uint64_t generation; /* bumped when groups are (re)built */
