@@ -419,9 +419,12 @@ static void *server_main(void *arg)
 			struct client *c = s->cl[i];
 			uint64_t idle = (uint64_t)p->opt.request_timeout_ms *
 					1000000ULL;
+			/* read_client stamps since_ns after now was taken: an
+			 * unsigned now - since_ns would wrap and close every
+			 * client that was just answered. */
+			uint64_t age = now > c->since_ns ? now - c->since_ns : 0;
 
-			if (!c->parked && !c->closing &&
-			    now - c->since_ns >= idle) {
+			if (!c->parked && !c->closing && age >= idle) {
 				if (c->in.len) {
 					count(s, true);
 					queue_reply(s, c, ibmc__reply_error(
@@ -434,7 +437,7 @@ static void *server_main(void *arg)
 			}
 			if (c->closing && c->out_off >= c->out_len)
 				drop_client(s, i);
-			else if (c->closing && now - c->since_ns >= 2 * idle)
+			else if (c->closing && age >= 2 * idle)
 				drop_client(s, i); /* never read its reply */
 		}
 		/* Accept last, so fresh clients get a full first poll. */
