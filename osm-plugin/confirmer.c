@@ -224,6 +224,14 @@ static void check_sm_view(osm_opensm_t *osm, struct item *it)
 			 "OpenSM has not processed MLID 0x%04x yet", it->mlid);
 		return;
 	}
+	/* OpenSM builds no tree for fewer than two member ports
+	 * (mcast_mgr_build_spanning_tree: "nothing to do"): no switch holds
+	 * the MLID, and the one member's HCA loops its own packets back. */
+	if (cl_qmap_count(&mgrp->mcm_port_tbl) < 2) {
+		it->ntree = 0;
+		it->sm_done = true;
+		return;
+	}
 	if (!tree_reaches_members(subn, mgrp, it->mlid, it->why,
 				  sizeof(it->why)))
 		return;
@@ -324,6 +332,10 @@ static void readback(struct ibmc_plugin *p, struct ibmc_confirmer *c)
 				if (add_query(c, it->tree[s].lid, block, pos))
 					return;
 	}
+	/* A group without a tree (one member) has nothing to read back. */
+	for (unsigned i = 0; i < c->nitems; i++)
+		if (c->items[i].sm_done && !c->items[i].ntree)
+			c->items[i].confirmed = true;
 	if (!c->nq)
 		return;
 	if (!c->smp && !c->smp_failed) {
