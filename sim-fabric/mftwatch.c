@@ -79,8 +79,9 @@ static void die_usage(void)
 {
 	fprintf(stderr,
 		"usage: ibmcast-mftwatch reach --mlid M [--mlid M...]\n"
-		"       ibmcast-mftwatch watch --mlid M[,M...] --nodes A,B,... "
-		"[--timeout-ms T] [--interval-us U]\n"
+		"       ibmcast-mftwatch watch {--mlid M[,M...] | "
+		"--mlids-from-stdin} --nodes A,B,...\n"
+		"               [--timeout-ms T] [--interval-us U]\n"
 		"common: [--smp-timeout-ms T]\n");
 	exit(EXIT_ERR);
 }
@@ -762,13 +763,15 @@ int main(int argc, char **argv)
 		{ "timeout-ms", required_argument, NULL, 't' },
 		{ "interval-us", required_argument, NULL, 'i' },
 		{ "smp-timeout-ms", required_argument, NULL, 's' },
+		{ "mlids-from-stdin", no_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
 	struct watch w = { .smp_tmo_ms = 100 };
 	long timeout_ms = 10000, interval_us = 1000;
-	char *nodes = NULL;
-	bool watch;
+	char *nodes = NULL, *line = NULL;
+	size_t cap = 0;
+	bool watch, from_stdin = false;
 	int c, ret, i;
 
 	if (argc < 2)
@@ -789,6 +792,9 @@ int main(int argc, char **argv)
 		case 'n':
 			nodes = optarg;
 			break;
+		case 'S':
+			from_stdin = true;
+			break;
 		case 't':
 			timeout_ms = num_arg(optarg, "--timeout-ms");
 			break;
@@ -804,12 +810,33 @@ int main(int argc, char **argv)
 			die_usage();
 		}
 	}
-	if (optind != argc || !w.nmlid || watch != !!nodes)
+	if (optind != argc || !w.nmlid == !from_stdin || watch != !!nodes ||
+	    (from_stdin && !watch))
 		die_usage();
 
 	ret = discover(&w);
 	if (!ret)
 		ret = open_smp(&w);
+	/* Discovery takes a while on a large fabric: with --mlids-from-stdin
+	 * it is done before the MLIDs exist, so that the first pass can
+	 * start right after the caller learns them. */
+	if (!ret && from_stdin) {
+		fprintf(stderr, "ibmcast-mftwatch: discovered %d switches, "
+			"%d HCAs; reading MLIDs from stdin\n", w.nsw, w.nhca);
+		if (getline(&line, &cap, stdin) < 0) {
+			fprintf(stderr, "ibmcast-mftwatch: no MLIDs on stdin\n");
+			ret = -EINVAL;
+		} else {
+			line[strcspn(line, " \t\r\n")] = '\0';
+			ret = add_mlids(&w, line);
+			if (!ret && !w.nmlid) {
+				fprintf(stderr, "ibmcast-mftwatch: no MLIDs "
+					"on stdin\n");
+				ret = -EINVAL;
+			}
+		}
+		free(line);
+	}
 	if (ret) {
 		if (ret == -ENOMEM)
 			fprintf(stderr, "ibmcast-mftwatch: out of memory\n");
