@@ -116,7 +116,7 @@ int ibmc__client_call(const char *server, const char *munge_socket,
 			 strerror(-rc));
 		goto out;
 	}
-	rc = ibmc__read_line(fd, IBMC_PROTO_MAX_LINE, remaining(deadline),
+	rc = ibmc__read_line(fd, IBMC_PROTO_MAX_REPLY, remaining(deadline),
 			     &answer);
 	if (rc) {
 		if (rc == -ETIMEDOUT)
@@ -130,7 +130,7 @@ int ibmc__client_call(const char *server, const char *munge_socket,
 		else if (rc == -EMSGSIZE)
 			snprintf(detail, detail_len,
 				 "reply from %s longer than %d bytes", where,
-				 IBMC_PROTO_MAX_LINE);
+				 IBMC_PROTO_MAX_REPLY);
 		else
 			snprintf(detail, detail_len, "reading from %s: %s",
 				 where, strerror(-rc));

@@ -12,6 +12,9 @@
 /* A request or reply line may not exceed this many bytes (newline
  * included); a longer line is refused and the connection closed. */
 #define IBMC_PROTO_MAX_LINE (64 * 1024)
+/* A reply may be longer (a status of many large pools); clients accept up
+ * to this, and the server drops a client that leaves more unread. */
+#define IBMC_PROTO_MAX_REPLY (4 * 1024 * 1024)
 
 /* Hard limits of the protocol itself; a server may configure lower ones. */
 #define IBMC_PROTO_MAX_GROUPS 1024

@@ -21,7 +21,7 @@
 #include "ops.h"
 #include "server.h"
 
-#define MAX_OUT (4U * 1024 * 1024) /* unread reply bytes before we drop */
+#define MAX_OUT (2U * IBMC_PROTO_MAX_REPLY) /* unread bytes before we drop */
 #define MAX_BAD_LINES 16           /* consecutive errors before we drop */
 
 struct client {
