@@ -1,0 +1,363 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Malformed, oversized, idle, stalled and crowding clients each get a clear
+# error or a closed connection; OpenSM keeps running and keeps serving.
+
+# shellcheck disable=SC1091
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
+
+plugin_built || skip_all "osm-plugin/.libs/libibmcast_osm.so not built"
+need_cmd ibsim ibsim-utils
+need_cmd opensm opensm
+need_cmd munge munge
+need_cmd jq jq
+need_cmd socat socat
+CTL=$top_builddir/tools/ibmcastctl
+need_file "$CTL" "tools/ibmcastctl"
+need_file "$IBMCAST_FATTREE" "ibmcast-fattree"
+
+plan 61
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/ibmcast-hostile.XXXXXX")
+at_exit "rm -rf '$tmp'"
+
+TIMEOUT_MS=1000 # request_timeout_ms
+MAX_CLIENTS=200
+
+now_ms() {
+	local t=${EPOCHREALTIME/./}
+	echo $((t / 1000))
+}
+
+osm_alive() {
+	kill -0 "$OSM_PID" 2> /dev/null
+}
+
+# status_ms: how long a status over the Unix socket takes, in ms (99999 if
+# it fails).
+status_ms() {
+	local t0 rc=0
+	t0=$(now_ms)
+	"$CTL" --timeout-ms 10000 status > /dev/null 2> "$tmp/status.err" || rc=$?
+	if [ "$rc" != 0 ]; then
+		diag "status failed (exit $rc): $(cat "$tmp/status.err")"
+		echo 99999
+		return
+	fi
+	echo $(($(now_ms) - t0))
+}
+
+# serving MSG: OpenSM is alive and status answers within a second.
+serving() {
+	local ms
+	ms=$(status_ms)
+	ok "$(osm_alive && [ "$ms" -lt 1000 ]; echo $?)" "$1: OpenSM alive, status in ${ms} ms"
+}
+
+# unix_send FILE: sends FILE's bytes on one Unix connection and prints
+# the replies.
+unix_send() {
+	socat -t 5 - "UNIX-CONNECT:$SOCK" < "$1"
+}
+
+# tcp_open: opens a TCP connection to the plugin on fd $FD.
+tcp_open() {
+	exec {FD}<> "/dev/tcp/$TCP_HOST/$TCP_PORT"
+}
+
+# read_reply FD [SECONDS]: one reply line into REPLY; READ_RC is read's
+# status (0 a line, 1 end of file, > 128 timed out).
+read_reply() {
+	REPLY=
+	READ_RC=0
+	# A reset (the server closed with our bytes unread) counts as closed.
+	IFS= read -r -t "${2:-5}" REPLY <&"$1" 2> /dev/null || READ_RC=$?
+}
+
+error_of() {
+	jq -r 'if .ok then "ok" else .error end' <<< "$1" 2>&1
+}
+
+diag "fabric: 16 hosts, request_timeout_ms=$TIMEOUT_MS, max_clients=$MAX_CLIENTS"
+sim_up --hosts 16 --plugin-opt request_timeout_ms=$TIMEOUT_MS \
+	--plugin-opt max_clients=$MAX_CLIENTS || bail_out "the fabric did not come up"
+# shellcheck disable=SC1091
+. "$SIM_DIR/env"
+SOCK=${IBMCAST_SERVER#unix:}
+hp=${IBMCAST_SERVER_TCP#tcp:}
+TCP_HOST=${hp%:*}
+TCP_PORT=${hp##*:}
+read -r OSM_PID _ < "$SIM_DIR/pids/opensm"
+serving "at the start"
+run_ok "job 1 is reserved before the onslaught" "$CTL" reserve 1 --nodes 'node[1-4]' --groups 2
+run_ok "  and is ready" "$CTL" wait 1 --timeout-ms 20000
+fds_before=$(ls "/proc/$OSM_PID/fd" | wc -l)
+
+# --- each kind of malformed line, once ----------------------------------
+# LINE (a printf format)|what the detail must say
+cat > "$tmp/kinds.txt" << 'EOF'
+not json at all|invalid JSON
+{"op":"status"|invalid JSON
+[1,2,3]|a request must be an object
+|invalid JSON
+{"op":42}|op: expected a string
+{"op":"frobnicate"}|op: unknown operation "frobnicate"
+{"job":1}|op: missing
+{"op":"status","bogus":1}|bogus: unknown key for op status
+{"op":"release","job":1,"nodes":"node1"}|nodes: unknown key for op release
+{"op":"reserve","job":"1","nodes":"node1"}|job: expected an integer
+{"op":"wait","job":1,"timeout_ms":1.5}|timeout_ms: expected an integer
+{"op":"reserve","job":4294967296,"nodes":"node1"}|job: expected an integer
+{"op":"reserve","job":1,"nodes":["node1"]}|nodes: expected a hostlist string
+{"op":"reserve","job":1,"nodes":"node1","groups":true}|groups: expected an integer
+{"op":"status","op":"status"}|invalid JSON
+{"op":"sta\\u0000tus"}|invalid JSON
+\377\376{"op":"status"}|invalid JSON
+{"op":"status"}\000{"op":"status"}|invalid JSON
+EOF
+: > "$tmp/kinds"
+res=()
+while IFS= read -r kind; do
+	fmt=${kind%|*}
+	re=${kind##*|}
+	# shellcheck disable=SC2059 # the line is a printf format on purpose
+	printf "$fmt\n" >> "$tmp/kinds"
+	res+=("$re")
+done < "$tmp/kinds.txt"
+# A nesting deeper than the parser accepts.
+{ printf '%.0s[' {1..5000}; printf '%.0s]' {1..5000}; echo; } >> "$tmp/kinds"
+res+=("invalid JSON")
+nkinds=${#res[@]}
+
+# The server drops a client after 16 bad lines in a row: 10 a connection.
+split -l 10 -d -a 1 "$tmp/kinds" "$tmp/kinds."
+for f in "$tmp"/kinds.[0-9]; do
+	unix_send "$f"
+done > "$tmp/kinds.out"
+is "$(wc -l < "$tmp/kinds.out")" "$nkinds" "$nkinds malformed lines get $nkinds replies"
+for ((i = 0; i < nkinds; i++)); do
+	r=$(sed -n "$((i + 1))p" "$tmp/kinds.out")
+	like "$(jq -r '"\(.error): \(.detail)"' <<< "$r" 2>&1)" "^bad_request: .*${res[i]}" \
+		"malformed line $((i + 1)): bad_request, ${res[i]}" ||
+		diag "line: $(sed -n "$((i + 1))p" "$tmp/kinds" | head -c 100 | cat -v)"
+done
+is "$("$CTL" --json status | jq -c '[.jobs[].job]')" '[1]' \
+	"none of them created a job"
+
+# --- 1,000 malformed requests, 10 to a connection -------------------------
+errors0=$("$CTL" --json status | jq .counters.errors)
+for ((i = 0; i < 1000; i++)); do
+	sed -n "$((i % nkinds + 1))p" "$tmp/kinds"
+done > "$tmp/bulk"
+split -l 10 -d -a 3 "$tmp/bulk" "$tmp/bulk."
+t0=$(now_ms)
+n=0 bad=0 other=0 worst=0
+for f in "$tmp"/bulk.[0-9]*; do
+	unix_send "$f" > "$f.out"
+	n=$((n + 1))
+	bad=$((bad + $(grep -c '"error":"bad_request"' "$f.out")))
+	other=$((other + $(grep -vc '"error":"bad_request"' "$f.out")))
+	if ((n % 20 == 0)); then
+		ms=$(status_ms)
+		((ms > worst)) && worst=$ms
+		osm_alive || diag "OpenSM died after $n connections"
+	fi
+done
+diag "1000 malformed requests on $n connections in $(($(now_ms) - t0)) ms"
+is "$bad/$other" "1000/0" "all 1000 malformed requests are answered bad_request"
+ok "$([ "$worst" -lt 1000 ]; echo $?)" "status stayed quick meanwhile (worst ${worst} ms)"
+is "$(("$("$CTL" --json status | jq .counters.errors)" - errors0))" 1000 \
+	"the server counted 1000 errors"
+serving "after 1000 malformed requests"
+
+# --- line length -------------------------------------------------------
+pad=$(printf '%65536s' '')
+req='{"op":"status","job":1}'
+printf '%s%s\n' "$req" "${pad:0:$((65535 - ${#req}))}" > "$tmp/max"
+r=$(unix_send "$tmp/max")
+is "$(error_of "$r")" ok "a request line of exactly 64 KiB (newline included) is answered" ||
+	diag "$(head -c 200 <<< "$r")"
+
+# 64 KiB without the newline: the line cannot end within the limit.  (No
+# byte follows, so the client is not writing when the server closes.)
+printf '%s%s' "$req" "${pad:0:$((65536 - ${#req}))}" > "$tmp/over"
+coproc OVER { socat - "UNIX-CONNECT:$SOCK"; }
+over_pid=$OVER_PID
+cat "$tmp/over" >&"${OVER[1]}"
+read_reply "${OVER[0]}"
+like "$REPLY" '"error":"bad_request","detail":"request line exceeds 65536 bytes"' \
+	"64 KiB with no newline yet (Unix socket): bad_request"
+read_reply "${OVER[0]}"
+is "$READ_RC" 1 "  and the server closes the connection"
+wait "$over_pid" 2> /dev/null
+
+for size in 70000 1048576; do
+	tcp_open
+	# The server closes mid-line: the writer may die of SIGPIPE, not us.
+	(printf '%*s' "$size" '' | tr ' ' x >&"$FD") 2> /dev/null
+	read_reply "$FD"
+	like "$REPLY" '"error":"bad_request","detail":"request line exceeds 65536 bytes"' \
+		"a $size-byte line over TCP: bad_request"
+	read_reply "$FD"
+	is "$READ_RC" 1 "  and the server closes the connection"
+	exec {FD}>&-
+done
+serving "after oversized lines"
+
+# --- idle and stalled clients ----------------------------------------------
+t0=$(now_ms)
+tcp_open
+idle=$FD
+coproc IDLE { socat - "UNIX-CONNECT:$SOCK"; }
+idle_pid=$IDLE_PID
+at_exit "kill $idle_pid 2> /dev/null"
+tcp_open
+half=$FD
+printf '{"op":"sta' >&"$half"
+# A trickler: one byte every 300 ms; the clock runs from its first byte.
+tcp_open
+trickle=$FD
+(
+	for c in '{' '"' 'o' 'p' '"' ':' '"' 's' 't' 'a'; do
+		printf '%s' "$c" >&"$trickle" || exit 0
+		sleep 0.3
+	done
+) 2> /dev/null &
+trickler=$!
+at_exit "kill $trickler 2> /dev/null"
+
+ms=$(status_ms)
+ok "$([ "$ms" -lt 500 ]; echo $?)" "idle, stalled and trickling clients do not hold up status (${ms} ms)"
+run_ok "  nor a reserve" "$CTL" reserve 3 --nodes 'node[5-8]' --groups 2
+run_ok "  nor a wait" "$CTL" wait 3 --timeout-ms 10000
+
+read_reply "$idle" 10
+el=$(($(now_ms) - t0))
+is "$READ_RC/$REPLY" "1/" "an idle TCP client is closed without a reply"
+ok "$([ "$el" -ge $((TIMEOUT_MS - 100)) ] && [ "$el" -lt $((TIMEOUT_MS * 4)) ]; echo $?)" \
+	"  after request_timeout_ms ($el ms)"
+read_reply "${IDLE[0]}" 10
+el=$(($(now_ms) - t0))
+is "$READ_RC/$REPLY" "1/" "an idle Unix client is closed without a reply"
+ok "$([ "$el" -lt $((TIMEOUT_MS * 4)) ]; echo $?)" "  within request_timeout_ms ($el ms)"
+wait "$idle_pid" 2> /dev/null
+
+read_reply "$half" 10
+el=$(($(now_ms) - t0))
+like "$REPLY" '"error":"bad_request","detail":"request not completed within 1000 ms"' \
+	"half a line, then nothing: bad_request after the timeout ($el ms)"
+read_reply "$half" 10
+is "$READ_RC" 1 "  and the connection is closed"
+read_reply "$trickle" 10
+el=$(($(now_ms) - t0))
+like "$REPLY" '"error":"bad_request","detail":"request not completed within 1000 ms"' \
+	"a client trickling a byte every 300 ms: bad_request"
+ok "$([ "$el" -lt $((TIMEOUT_MS * 3)) ]; echo $?)" \
+	"  before it could finish its 3 s line ($el ms)"
+read_reply "$trickle" 10
+is "$READ_RC" 1 "  and the connection is closed"
+exec {idle}>&- {half}>&- {trickle}>&-
+wait "$trickler" 2> /dev/null
+serving "after idle and stalled clients"
+
+# --- many connections at once ----------------------------------------------
+# open_wave N [LINE]: opens N TCP connections (appended to conns) and sends
+# LINE on each.  With SYNC=1 it then waits until the server has accepted
+# them all: a probe connected after them is answered only then, as the
+# accept queue is first in, first out.  (A burst beyond the kernel's listen
+# backlog would otherwise stall for seconds in SYN-ACK retransmissions.)
+SYNC=1
+open_wave() {
+	local n=$1 line=${2:-} i probe
+	for ((i = 0; i < n; i++)); do
+		tcp_open
+		conns+=("$FD")
+		[ -z "$line" ] || printf '%s\n' "$line" >&"$FD"
+	done
+	[ "$SYNC" = 1 ] || return 0
+	tcp_open
+	probe=$FD
+	printf '{"op":"status"}\n' >&"$probe"
+	read_reply "$probe" 10
+	[ -n "$REPLY" ] || diag "the probe after $n connections got no reply"
+	exec {probe}>&-
+}
+
+# Below max_clients: 150 clients, each with a signed status request.
+conns=()
+for ((w = 0; w < 3; w++)); do
+	for ((i = 0; i < 50; i++)); do
+		tcp_open
+		conns+=("$FD")
+		c=$(munge --socket="$IBMCAST_MUNGE_SOCKET" --string='{"op":"status","job":1}')
+		printf '{"munge":"%s"}\n' "$c" >&"$FD"
+	done
+	open_wave 0
+done
+good=0
+for fd in "${conns[@]}"; do
+	read_reply "$fd" 10
+	[[ $REPLY == '{"ok":true,'* ]] && good=$((good + 1))
+	exec {fd}>&-
+done
+is "$good" 150 "150 concurrent TCP clients (below max_clients $MAX_CLIENTS) each get their status"
+
+# Above max_clients: 300 clients each send a request; the server takes
+# $MAX_CLIENTS (199 and the probe, then the first of the last 101), the
+# others wait in the backlog until slots free up.
+t0=$(now_ms)
+conns=()
+open_wave 100 '{"op":"status"}'
+open_wave 99 '{"op":"status"}'
+SYNC=0 open_wave 101 '{"op":"status"}'
+ms=$(status_ms)
+ok "$([ "$ms" -lt $((TIMEOUT_MS * 4)) ]; echo $?)" \
+	"with 300 clients (over max_clients), a new client is served within a few request timeouts (${ms} ms)"
+answered=0
+for fd in "${conns[@]}"; do
+	read_reply "$fd" 10
+	[[ $REPLY == *'"error":"unauthorized"'* ]] && answered=$((answered + 1))
+done
+is "$answered" 300 "all 300 get their answer (plain JSON over TCP: unauthorized)"
+closed=0
+for fd in "${conns[@]}"; do
+	read_reply "$fd" 10
+	[ "$READ_RC" = 1 ] && closed=$((closed + 1))
+	exec {fd}>&-
+done
+is "$closed" 300 "  and the server closes every one of them once idle"
+diag "300 clients over max_clients served and closed in $(($(now_ms) - t0)) ms"
+
+# 300 idle connections hold every slot: the server reaps them.
+t0=$(now_ms)
+conns=()
+open_wave 100
+open_wave 99
+SYNC=0 open_wave 101
+ms=$(status_ms)
+ok "$([ "$ms" -lt $((TIMEOUT_MS * 4)) ]; echo $?)" \
+	"with 300 idle clients holding the slots, status is served within a few timeouts (${ms} ms)"
+closed=0
+for fd in "${conns[@]}"; do
+	read_reply "$fd" 10
+	[ "$READ_RC/$REPLY" = "1/" ] && closed=$((closed + 1))
+	exec {fd}>&-
+done
+is "$closed" 300 "all 300 idle clients are closed by the server, without a reply"
+diag "300 idle clients reaped in $(($(now_ms) - t0)) ms"
+serving "after 750 connections"
+
+# --- afterwards ---------------------------------------------------------------
+ok "$(osm_alive; echo $?)" "OpenSM (pid $OSM_PID) survived everything"
+run_ok "a reserve after all that" "$CTL" reserve 2 --nodes 'node[1-16]' --groups 8
+out=$("$CTL" wait 2 --timeout-ms 20000 2>&1)
+like "$out" 'state ready' "  and its wait reaches ready"
+run_ok "job 1 is still ready" "$CTL" wait 1 --timeout-ms 0
+fds_after=
+for ((i = 0; i < 50; i++)); do
+	fds_after=$(ls "/proc/$OSM_PID/fd" | wc -l)
+	[ "$fds_after" -le "$fds_before" ] && break
+	sleep 0.1
+done
+ok "$([ "$fds_after" -le "$fds_before" ]; echo $?)" \
+	"OpenSM holds no more file descriptors than at the start ($fds_after vs $fds_before)"
