@@ -148,18 +148,6 @@ watch_start() { # MLIDS NODES
 	WATCH_PID=$!
 }
 
-# Until the plugin holds no MLID of ours, so runs never overlap.
-wait_free() {
-	local i n
-	for ((i = 0; i < 500; i++)); do
-		n=$(ctl status | jq -r '.mlids.ibmcast') || n=x
-		[ "$n" = 0 ] && return 0
-		sleep 0.01
-	done
-	echo "MLIDs still held 5 s after release" >&2
-	return 1
-}
-
 # Node names of a placement: contiguous node1..nodeN, or scattered
 # round-robin over the leaves (the i-th node on leaf i mod 36), which
 # puts every leaf and every spine on the tree.
@@ -174,15 +162,33 @@ node_numbers() { # PLACEMENT N
 	fi
 }
 
+# Until the plugin holds no MLID of ours, so runs never overlap.
+wait_free() {
+	local i n
+	for ((i = 0; i < 500; i++)); do
+		n=$(ctl status | jq -r '.mlids.ibmcast') || n=x
+		[ "$n" = 0 ] && return 0
+		sleep 0.01
+	done
+	echo "MLIDs still held 5 s after release" >&2
+	return 1
+}
+
 # The poller must be polling before the reservation (the plugin is often
 # ready within a few ms, faster than any script could hand over MLIDs), so
 # it is started on the MLIDs the job will get: OpenSM hands out the lowest
 # free ones and every run starts from an empty pool. A warm-up job learns
 # them (and starts the plugin's SMP reader, which the first job would
 # otherwise pay for). Each run checks its MLIDs and is redone if wrong.
-say "warm-up: learning the free MLIDs, timing the poller's discovery"
+# The warm-up spans every leaf: OpenSM rewrites, in every multicast pass,
+# the MFT blocks of every switch that ever held a multicast route (a high
+# water mark, mcast_mgr_set_mftables), so without it the small jobs
+# measured first would see a cheaper pass than any later one. A real
+# fabric is in this state already (IPoIB's broadcast group spans it).
+say "warm-up: a job on every leaf; learning the free MLIDs; timing the poller's discovery"
 NEXT_JOB=1000
-ctl reserve "$NEXT_JOB" --nodes 'node[1-8]' --groups 16 --lease 600 \
+ctl reserve "$NEXT_JOB" --nodes "node[$(node_numbers scattered "$LEAVES" |
+	paste -sd,)]" --groups 16 --lease 600 \
 	> "$WORK/r.json" || { echo "warm-up reserve failed" >&2; exit 1; }
 ctl wait "$NEXT_JOB" --timeout-ms 30000 > "$WORK/w.json" ||
 	{ echo "warm-up job not ready: $(cat "$WORK/w.json")" >&2; exit 1; }
@@ -287,7 +293,7 @@ run_one() { # PLACEMENT N G REP
 }
 
 # Median and p90 (nearest rank) of a column for one point, in ms.
-point_stats() { # PLACEMENT N G COLUMN
+point_stats() { # PLACEMENT N G COLUMN [CSV]
 	awk -F, -v pl="$1" -v n="$2" -v g="$3" -v col="$4" '
 	NR == 1 { for (i = 1; i <= NF; i++) c[$i] = i; next }
 	$1 == pl && $2 == n && $3 == g { v[k++] = $c[col] / 1000 }
@@ -300,7 +306,7 @@ point_stats() { # PLACEMENT N G COLUMN
 		med = k % 2 ? v[int(k / 2)] : (v[k / 2 - 1] + v[k / 2]) / 2
 		r = int(0.9 * k + 0.999999); if (r < 1) r = 1
 		printf "%.1f %.1f\n", med, v[r - 1]
-	}' "$CSV"
+	}' "${5:-$CSV}"
 }
 
 TOTAL=0
@@ -327,6 +333,37 @@ for pl in "${PLACEMENTS[@]}"; do
 				"$DONE" "$TOTAL" "$pl" "$n" "$g" "$rmed" "$lmed" "$r")"
 		done
 	done
+done
+
+# Control: the same points without the poller. Its SMPs share ibsim's one
+# thread with OpenSM and the plugin's reader, so it slows what it watches;
+# this shows by how much (reserve-to-ready only, no lag).
+CONTROL_POINTS=("contiguous 64 8" "scattered 64 8" "scattered 512 16")
+[ "$QUICK" = 1 ] && CONTROL_POINTS=("contiguous 64 8" "scattered 64 8")
+echo "placement,nodes,groups,rep,job,reserve_to_ready_us,build_us,sm_done_us" \
+	> "$OUT/control.csv"
+for pt in "${CONTROL_POINTS[@]}"; do
+	read -r pl n g <<< "$pt"
+	nums=$(node_numbers "$pl" "$n")
+	hostlist="node[$(paste -sd, <<< "$nums")]"
+	for ((rep = 1; rep <= REPS; rep++)); do
+		job=$NEXT_JOB
+		NEXT_JOB=$((NEXT_JOB + 1))
+		ctl reserve "$job" --nodes "$hostlist" --groups "$g" \
+			--lease 600 > /dev/null &&
+		ctl wait "$job" --timeout-ms 20000 > "$WORK/w.json" &&
+		jq -r --arg pre "$pl,$n,$g,$rep,$job" \
+			'.job | [$pre, .reserve_to_ready_us, .build_us,
+			 .sm_done_us] | map(tostring) | join(",")' \
+			"$WORK/w.json" >> "$OUT/control.csv"
+		ctl release "$job" > /dev/null
+		wait_free || exit 1
+		sleep 0.1
+	done
+	read -r rmed _ <<< "$(point_stats "$pl" "$n" "$g" \
+		reserve_to_ready_us "$OUT/control.csv")"
+	say "$(printf 'control %-10s %3d nodes x %2d groups, no poller: reserve-to-ready %6s ms (median of %d)' \
+		"$pl" "$n" "$g" "$rmed" "$REPS")"
 done
 ELAPSED=$((SECONDS - T_START))
 
@@ -424,6 +461,18 @@ END {
 			n2, m, m <= 100 ? "met" : "NOT met"
 	}
 }' "$CSV" > "$OUT/targets.txt"
+{
+	echo "  without the poller (control, same fabric, $REPS runs each):"
+	for pt in "${CONTROL_POINTS[@]}"; do
+		read -r pl n g <<< "$pt"
+		read -r cmed cp90 <<< "$(point_stats "$pl" "$n" "$g" \
+			reserve_to_ready_us "$OUT/control.csv")"
+		read -r wmed _ <<< "$(point_stats "$pl" "$n" "$g" \
+			reserve_to_ready_us)"
+		printf '    %-10s %3d nodes x %2d groups: reserve-to-ready median %6s ms, p90 %6s ms (with the poller: %s ms)\n' \
+			"$pl" "$n" "$g" "$cmed" "$cp90" "$wmed"
+	done
+} >> "$OUT/targets.txt"
 
 # ---- plot ----------------------------------------------------------------
 
@@ -455,8 +504,7 @@ done
 			printf "%s'%s' index %d using 1:2 with linespoints dt %d lc %d title '%s, %d groups'" \
 				"$sep" "$OUT/summary.dat" "$i" "$lt" \
 				"$((i % ${#POOLS[@]} + 1))" "$pl" "$g"
-			sep=', \\
-     '
+			sep=', '
 			i=$((i + 1))
 		done
 	done
@@ -482,6 +530,7 @@ echo "MFTs done = when the poller first saw every MFT complete, from the reserva
 echo "complete_mono_ns; negative when the plugin said ready before the poller's pass ended. window = time"
 echo "between the poller's last incomplete and first complete pass (its resolution); pass = one pass's SMP"
 echo "reads. Shares and lags are per-run values (from one run), then the median over the runs."
+echo "A warm-up job on every leaf first puts every switch's MFT block in use, as IPoIB would on a real fabric."
 echo
 cat "$OUT/tables.txt"
 echo
