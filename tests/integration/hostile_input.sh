@@ -29,6 +29,15 @@ now_ms() {
 	echo $((t / 1000))
 }
 
+# osm_fds: how many file descriptors OpenSM holds.
+osm_fds() {
+	local f n=0
+	for f in "/proc/$OSM_PID/fd/"*; do
+		n=$((n + 1))
+	done
+	echo "$n"
+}
+
 osm_alive() {
 	kill -0 "$OSM_PID" 2> /dev/null
 }
@@ -91,7 +100,7 @@ read -r OSM_PID _ < "$SIM_DIR/pids/opensm"
 serving "at the start"
 run_ok "job 1 is reserved before the onslaught" "$CTL" reserve 1 --nodes 'node[1-4]' --groups 2
 run_ok "  and is ready" "$CTL" wait 1 --timeout-ms 20000
-fds_before=$(ls "/proc/$OSM_PID/fd" | wc -l)
+fds_before=$(osm_fds)
 
 # --- each kind of malformed line, once ----------------------------------
 # LINE (a printf format)|what the detail must say
@@ -182,6 +191,7 @@ is "$(error_of "$r")" ok "a request line of exactly 64 KiB (newline included) is
 # byte follows, so the client is not writing when the server closes.)
 printf '%s%s' "$req" "${pad:0:$((65536 - ${#req}))}" > "$tmp/over"
 coproc OVER { socat - "UNIX-CONNECT:$SOCK"; }
+# shellcheck disable=SC2153 # OVER_PID is set by coproc
 over_pid=$OVER_PID
 cat "$tmp/over" >&"${OVER[1]}"
 read_reply "${OVER[0]}"
@@ -209,6 +219,7 @@ t0=$(now_ms)
 tcp_open
 idle=$FD
 coproc IDLE { socat - "UNIX-CONNECT:$SOCK"; }
+# shellcheck disable=SC2153 # IDLE_PID is set by coproc
 idle_pid=$IDLE_PID
 at_exit "kill $idle_pid 2> /dev/null"
 tcp_open
@@ -355,7 +366,7 @@ like "$out" 'state ready' "  and its wait reaches ready"
 run_ok "job 1 is still ready" "$CTL" wait 1 --timeout-ms 0
 fds_after=
 for ((i = 0; i < 50; i++)); do
-	fds_after=$(ls "/proc/$OSM_PID/fd" | wc -l)
+	fds_after=$(osm_fds)
 	[ "$fds_after" -le "$fds_before" ] && break
 	sleep 0.1
 done

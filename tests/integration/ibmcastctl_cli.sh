@@ -103,6 +103,7 @@ is "$RC" 0 "reserve 44 (32 nodes, 32 groups)"
 zero_wait() {
 	local j=$1 json=${2:-}
 	"$CTL" reserve "$j" --nodes 'node[1-32]' --groups 32 > /dev/null
+	# shellcheck disable=SC2086 # no word at all without --json
 	ctl $json wait "$j" --timeout-ms 0
 	if [ -z "$json" ]; then
 		if [ "$RC" = 1 ] &&
