@@ -483,6 +483,9 @@ static int write_addr_file(struct ibmc_server *s)
 static int open_listeners(struct ibmc_server *s)
 {
 	const struct ibmc_options *o = &s->p->opt;
+	/* At job start every node of a large job connects at once; a short
+	 * backlog turns that burst into seconds of SYN retransmits. */
+	int backlog = o->max_clients > 128 ? (int)o->max_clients : 128;
 	struct ibmc_addr a;
 	char where[300];
 	int fd;
@@ -496,7 +499,7 @@ static int open_listeners(struct ibmc_server *s)
 			return -ENAMETOOLONG;
 		}
 		strcpy(a.path, o->unix_path);
-		fd = ibmc__listen(&a, 128);
+		fd = ibmc__listen(&a, backlog);
 		if (fd < 0) {
 			ibmc_log(IBMC_LOG_ERROR, "cannot listen on unix:%s: %s",
 				 o->unix_path, strerror(-fd));
@@ -511,7 +514,7 @@ static int open_listeners(struct ibmc_server *s)
 				 o->tcp);
 			return -EINVAL;
 		}
-		fd = ibmc__listen(&a, 128);
+		fd = ibmc__listen(&a, backlog);
 		if (fd < 0) {
 			ibmc__addr_format(&a, where, sizeof(where));
 			ibmc_log(IBMC_LOG_ERROR, "cannot listen on %s: %s",
