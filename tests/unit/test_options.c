@@ -31,7 +31,7 @@ int main(void)
 	struct ibmc_options o;
 	char err[256];
 
-	tap_plan(31);
+	tap_plan(32);
 
 	tap_is_int(parse(NULL, &o, err), 0, "no options: defaults");
 	tap_is_str(o.unix_path, "/run/ibmcast/ibmcast.sock", "default socket");
