@@ -503,6 +503,13 @@ static void *confirmer_main(void *arg)
 	struct ibmc_plugin *p = arg;
 	struct ibmc_confirmer *c = p->confirmer;
 
+	/* Spawn the SMP reader now rather than on the first job, which would
+	 * otherwise pay for the process start in its reserve-to-ready time.
+	 * A failure here is retried lazily by readback(). */
+	if (p->opt.readback && ibmc__smp_client_start(p->opt.smpd_path,
+						      &c->smp))
+		c->smp = NULL;
+
 	while (!atomic_load(&p->stopping)) {
 		struct timespec ts;
 		bool changed;
