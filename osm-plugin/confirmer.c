@@ -5,7 +5,12 @@
  * (stats.qp0_mads_outstanding back to 0, no subnet_initialization_error),
  * (3) OpenSM's own tables form a tree reaching every member, and (4) with
  * readback on, each switch on that tree returns the expected port mask
- * for the MLID when its MFT block is read over our own SMP agent. */
+ * for the MLID when its MFT block is read over our own SMP agent.
+ *
+ * Ready groups are verified again (3 and 4, and that OpenSM is not about
+ * to reroute them) after every heavy sweep and every verify_ms: a link
+ * or switch going down, or a switch losing its tables, sends the job back
+ * to building until OpenSM has rerouted it and the readback agrees. */
 #include "config.h"
 
 #include <errno.h>
@@ -39,6 +44,9 @@ struct item {
 	bool sm_done;   /* conditions 1-3 hold */
 	bool confirmed; /* and 4 */
 	uint64_t sm_at; /* when 1-3 were seen to hold */
+	bool verify;    /* a ready group being re-checked */
+	unsigned expected; /* member ports at reservation */
+	unsigned present;  /* member ports OpenSM still has */
 	char why[96];   /* last reason it is not ready */
 	struct tree_switch *tree;
 	unsigned ntree;
@@ -54,6 +62,8 @@ struct ibmc_confirmer {
 	struct ibmc_smp_result *res;
 	size_t nq, qcap;
 	bool kicked;
+	unsigned seen_sweeps;
+	uint64_t next_verify_ns;
 };
 
 void ibmc__confirmer_kick(struct ibmc_plugin *p)
@@ -71,15 +81,19 @@ static void clear_items(struct ibmc_confirmer *c)
 }
 
 /* Registry lock held. Copies every building group into c->items. */
-static int collect(struct ibmc_plugin *p, struct ibmc_confirmer *c)
+static int collect(struct ibmc_plugin *p, struct ibmc_confirmer *c,
+		   bool verify)
 {
 	for (struct ibmc_job *j = p->reg.jobs; j; j = j->next) {
-		if (j->state != IBMC_STATE_BUILDING)
+		enum ibmc_state want = verify ? IBMC_STATE_READY
+					      : IBMC_STATE_BUILDING;
+
+		if (j->state != want)
 			continue;
 		for (unsigned g = 0; g < j->ngroups; g++) {
 			struct item *it;
 
-			if (j->groups[g].state != IBMC_STATE_BUILDING)
+			if (j->groups[g].state != want || !j->groups[g].mlid)
 				continue;
 			if (c->nitems == c->cap) {
 				unsigned cap = c->cap ? 2 * c->cap : 64;
@@ -97,6 +111,8 @@ static int collect(struct ibmc_plugin *p, struct ibmc_confirmer *c)
 			it->generation = j->generation;
 			it->index = j->groups[g].index;
 			it->mlid = j->groups[g].mlid;
+			it->verify = verify;
+			it->expected = j->groups[g].members;
 			memcpy(it->mgid, j->groups[g].mgid, 16);
 		}
 	}
@@ -219,6 +235,7 @@ static void check_sm_view(osm_opensm_t *osm, struct item *it)
 			 "group is gone from OpenSM");
 		return;
 	}
+	it->present = (unsigned)cl_qmap_count(&mgrp->mcm_port_tbl);
 	if (osm->sm.mlids_req[it->mlid - IB_LID_MCAST_START_HO]) {
 		snprintf(it->why, sizeof(it->why),
 			 "OpenSM has not processed MLID 0x%04x yet", it->mlid);
@@ -416,17 +433,48 @@ static bool apply(struct ibmc_plugin *p, struct ibmc_confirmer *c)
 		struct ibmc_job *j = ibmc__registry_find(&p->reg, it->job);
 		struct ibmc_group *g;
 
-		if (!j || j->generation != it->generation ||
-		    j->state != IBMC_STATE_BUILDING)
+		if (!j || j->generation != it->generation)
 			continue;
 		g = &j->groups[it->index];
+		if (it->present < it->expected && g->missing !=
+		    it->expected - it->present) {
+			g->missing = it->expected - it->present;
+			ibmc_log(IBMC_LOG_WARN,
+				 "job %u group %u: %u of %u member ports have "
+				 "left the fabric", j->id, g->index, g->missing,
+				 it->expected);
+			changed = true;
+		} else if (it->present >= it->expected && g->missing) {
+			g->missing = 0;
+			changed = true;
+		}
+		if (it->verify) {
+			p->reg.counters.verifications++;
+			if (it->confirmed || j->state != IBMC_STATE_READY ||
+			    g->state != IBMC_STATE_READY)
+				continue;
+			g->state = IBMC_STATE_BUILDING;
+			g->ready_ns = 0;
+			g->sm_done_ns = 0;
+			j->state = IBMC_STATE_BUILDING;
+			j->building_since_ns = now;
+			p->reg.counters.rebuilds++;
+			ibmc_log(IBMC_LOG_WARN,
+				 "job %u group %u (MLID 0x%04x) no longer "
+				 "confirmed: %s; building again", j->id,
+				 g->index, g->mlid, it->why);
+			changed = true;
+			continue;
+		}
+		if (j->state != IBMC_STATE_BUILDING)
+			continue;
 		if (it->sm_done && !g->sm_done_ns)
 			g->sm_done_ns = it->sm_at;
 		if (it->confirmed) {
 			g->state = IBMC_STATE_READY;
 			g->ready_ns = now;
 			g->switches = it->ntree;
-		} else if (now - j->reserved_ns >
+		} else if (now - j->building_since_ns >
 			   (uint64_t)p->opt.build_timeout_s * 1000000000ULL) {
 			j->state = IBMC_STATE_FAILED;
 			snprintf(j->reason, sizeof(j->reason),
@@ -459,7 +507,8 @@ static bool apply(struct ibmc_plugin *p, struct ibmc_confirmer *c)
 			ibmc_log(IBMC_LOG_INFO,
 				 "job %u: %u groups ready in %llu us", j->id,
 				 j->ngroups,
-				 (unsigned long long)(now - j->reserved_ns) /
+				 (unsigned long long)(now -
+						      j->building_since_ns) /
 					 1000);
 			changed = true;
 		}
@@ -486,8 +535,9 @@ static void pass(struct ibmc_plugin *p, struct ibmc_confirmer *c)
 		struct item *it = &c->items[i];
 
 		it->sm_at = now;
-
-		if (it->sm_done && !idle) {
+		/* A ready group is re-checked against what the switches hold
+		 * now; unrelated QP0 traffic must not flip it to building. */
+		if (it->sm_done && !idle && !it->verify) {
 			it->sm_done = false;
 			snprintf(it->why, sizeof(it->why),
 				 "OpenSM still has QP0 MADs outstanding");
@@ -512,16 +562,33 @@ static void *confirmer_main(void *arg)
 
 	while (!atomic_load(&p->stopping)) {
 		struct timespec ts;
+		uint64_t now = ibmc__now_ns();
+		unsigned sweeps = atomic_load(&p->sweeps_started) +
+				  atomic_load(&p->sweeps_done);
 		bool changed;
 		int ret;
 
 		pthread_mutex_lock(&p->reg.lock);
 		clear_items(c);
-		ret = collect(p, c);
+		ret = collect(p, c, false);
+		/* Ready groups are re-checked when OpenSM starts or ends a
+		 * heavy sweep (a fabric change) and every verify_ms. */
+		if (!ret && (sweeps != c->seen_sweeps ||
+			     now >= c->next_verify_ns)) {
+			ret = collect(p, c, true);
+			c->seen_sweeps = sweeps;
+			c->next_verify_ns =
+				now + (uint64_t)p->opt.verify_ms * 1000000ULL;
+		}
 		if (!c->nitems || ret) {
-			/* Nothing to confirm: sleep until kicked. */
+			/* Nothing to confirm: sleep until kicked, waking
+			 * often enough to notice a sweep. */
 			clock_gettime(CLOCK_MONOTONIC, &ts);
-			ts.tv_sec += 1;
+			ts.tv_nsec += 250 * 1000000L;
+			if (ts.tv_nsec >= 1000000000L) {
+				ts.tv_sec++;
+				ts.tv_nsec -= 1000000000L;
+			}
 			if (!c->kicked && !atomic_load(&p->stopping))
 				pthread_cond_timedwait(&p->reg.changed,
 						       &p->reg.lock, &ts);

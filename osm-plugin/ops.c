@@ -164,6 +164,7 @@ static json_t *op_reserve(struct ibmc_plugin *p, const struct ibmc_request *r,
 	j->lease_s = lease;
 	j->state = IBMC_STATE_BUILDING;
 	j->reserved_ns = ibmc__now_ns();
+	j->building_since_ns = j->reserved_ns;
 
 	ret = ibmc__builder_create(p, j->id, hl.names, hl.count, ngroups,
 				   j->qkey, j->pkey, j->groups, &j->port_count,
@@ -305,7 +306,7 @@ static json_t *op_status(struct ibmc_plugin *p, const struct ibmc_request *r)
 	}
 	reply = json_pack(
 		"{s:b, s:{s:s, s:s, s:b, s:b, s:i}, s:{s:i, s:i, s:i},"
-		" s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}, s:o*}",
+		" s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}, s:o*}",
 		"ok", 1,
 		"server", "version", IBMCAST_VERSION, "sm_state",
 		sm_state_name(p->osm->subn.sm_state), "subnet_up",
@@ -319,7 +320,9 @@ static json_t *op_status(struct ibmc_plugin *p, const struct ibmc_request *r)
 		"releases", (json_int_t)c->releases, "ready",
 		(json_int_t)c->ready, "failed", (json_int_t)c->failed,
 		"smp_reads", (json_int_t)c->smp_reads, "readback_mismatches",
-		(json_int_t)c->readback_mismatches,
+		(json_int_t)c->readback_mismatches, "verifications",
+		(json_int_t)c->verifications, "rebuilds",
+		(json_int_t)c->rebuilds,
 		"jobs", jobs);
 	pthread_mutex_unlock(&p->reg.lock);
 	return reply;

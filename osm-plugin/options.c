@@ -80,6 +80,7 @@ static int defaults(struct ibmc_options *o)
 	o->build_timeout_s = 120;
 	o->readback = true;
 	o->poll_us = 500;
+	o->verify_ms = 2000;
 	o->log_level = IBMC_LOG_INFO;
 	if (set_str(&o->unix_path, "/run/ibmcast/ibmcast.sock") ||
 	    set_str(&o->slurm_user, "slurm") ||
@@ -127,6 +128,8 @@ static int apply(struct ibmc_options *o, const char *key, const char *val)
 		return set_bool(&o->readback, val);
 	if (!strcmp(key, "poll_us"))
 		return set_uint(&o->poll_us, val, 50, 1000000);
+	if (!strcmp(key, "verify_ms"))
+		return set_uint(&o->verify_ms, val, 10, 3600000);
 	if (!strcmp(key, "log_level"))
 		return set_level(&o->log_level, val);
 	return -ENOENT;

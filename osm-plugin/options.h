@@ -28,6 +28,7 @@ struct ibmc_options {
 	unsigned build_timeout_s;    /* building longer than this = failed */
 	bool readback;
 	unsigned poll_us;
+	unsigned verify_ms;  /* re-check ready groups at least this often */
 	int log_level;
 };
 

@@ -123,6 +123,9 @@ static void report(void *data, osm_epi_event_id_t id, void *event)
 		atomic_store(&p->subnet_up, true);
 		atomic_fetch_add(&p->sweeps_done, 1);
 		break;
+	case OSM_EVENT_ID_HEAVY_SWEEP_START:
+		atomic_fetch_add(&p->sweeps_started, 1);
+		break;
 	case OSM_EVENT_ID_HEAVY_SWEEP_DONE:
 		atomic_fetch_add(&p->sweeps_done, 1);
 		break;

@@ -26,6 +26,7 @@ struct ibmc_plugin {
 	 * plain atomics only, no locks, no waiting. */
 	atomic_bool subnet_up;
 	atomic_uint sweeps_done;
+	atomic_uint sweeps_started; /* the confirmer re-verifies on change */
 	atomic_bool stopping;
 };
 

@@ -139,6 +139,9 @@ static json_t *group_to_json(const struct ibmc_job *job,
 		      "state", ibmc__state_name(g->state),
 		      "members", (int)g->members,
 		      "switches", (int)g->switches);
+	if (o && g->missing)
+		json_object_set_new(o, "missing_ports",
+				    json_integer((json_int_t)g->missing));
 	if (o && g->ready_ns && g->ready_ns >= job->reserved_ns)
 		json_object_set_new(o, "ready_us",
 				    json_integer((json_int_t)(g->ready_ns -

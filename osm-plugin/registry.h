@@ -28,6 +28,7 @@ struct ibmc_group {
 	uint8_t rate;        /* IBA encoding */
 	unsigned members;    /* HCA ports in the group */
 	unsigned switches;   /* switches on the spanning tree, once known */
+	unsigned missing;    /* member ports that have left the fabric */
 	enum ibmc_state state;
 	uint64_t sm_done_ns; /* first seen programmed by OpenSM (1-3) */
 	uint64_t ready_ns;   /* CLOCK_MONOTONIC when confirmed */
@@ -49,6 +50,7 @@ struct ibmc_job {
 	char reason[160];    /* why failed */
 	unsigned lease_s;
 	uint64_t reserved_ns;
+	uint64_t building_since_ns; /* reserve, or a fabric change */
 	uint64_t built_ns;   /* groups created inside OpenSM */
 	uint64_t sm_done_ns; /* OpenSM finished programming every group */
 	uint64_t ready_ns;
@@ -59,6 +61,7 @@ struct ibmc_job {
 struct ibmc_counters {
 	uint64_t requests, errors, reserves, releases, ready, failed;
 	uint64_t smp_reads, readback_mismatches;
+	uint64_t verifications, rebuilds; /* re-checks of ready groups */
 };
 
 struct ibmc_registry {
