@@ -17,11 +17,10 @@
 #include "common/mgid.h"
 #include "confirmer.h"
 #include "ops.h"
+#include "state.h"
 
 #define DEFAULT_WAIT_MS 30000
 #define IBMC_DEFAULT_PKEY 0xffff
-
-static uint64_t next_generation = 1;
 
 static bool privileged(struct ibmc_plugin *p, uid_t uid)
 {
@@ -179,7 +178,7 @@ static json_t *op_reserve(struct ibmc_plugin *p, const struct ibmc_request *r,
 	j->lease_end_ns = j->reserved_ns + (uint64_t)lease * 1000000000ULL;
 
 	pthread_mutex_lock(&p->reg.lock);
-	j->generation = next_generation++;
+	j->generation = ibmc__registry_next_generation(&p->reg);
 	ibmc__registry_insert(&p->reg, j);
 	p->reg.counters.reserves++;
 	reply = with_job(json_pack("{s:b, s:b}", "ok", 1, "created", 1), j);
@@ -191,6 +190,7 @@ static json_t *op_reserve(struct ibmc_plugin *p, const struct ibmc_request *r,
 		 j->id, j->uid, ngroups, j->node_count, j->port_count,
 		 j->groups[0].mlid);
 	j = NULL;
+	ibmc__state_save(p);
 	goto out;
 nomem:
 	reply = ibmc__reply_error(IBMC_ERR_INTERNAL, "out of memory");
@@ -224,6 +224,7 @@ static json_t *op_release(struct ibmc_plugin *p, const struct ibmc_request *r,
 		ibmc_log(IBMC_LOG_INFO, "job %u: released %u groups", j->id,
 			 j->ngroups);
 		ibmc__job_free(j);
+		ibmc__state_save(p);
 		/* Parked waits on this job must hear it is gone. */
 		ibmc__plugin_notify_server(p);
 	}
@@ -261,6 +262,7 @@ static json_t *op_renew(struct ibmc_plugin *p, const struct ibmc_request *r,
 	reply = json_pack("{s:b, s:I, s:i}", "ok", 1, "job",
 			  (json_int_t)j->id, "lease_s", (int)lease);
 	pthread_mutex_unlock(&p->reg.lock);
+	ibmc__state_save(p);
 	return reply;
 }
 
@@ -305,14 +307,20 @@ static json_t *op_status(struct ibmc_plugin *p, const struct ibmc_request *r)
 					 "job %u holds no reservation", r->job);
 	}
 	reply = json_pack(
-		"{s:b, s:{s:s, s:s, s:b, s:b, s:i}, s:{s:i, s:i, s:i},"
+		"{s:b, s:{s:s, s:s, s:b, s:b, s:i, s:s*, s:s*, s:s*},"
+		" s:{s:i, s:i, s:i},"
 		" s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}, s:o*}",
 		"ok", 1,
 		"server", "version", IBMCAST_VERSION, "sm_state",
 		sm_state_name(p->osm->subn.sm_state), "subnet_up",
 		(int)atomic_load(&p->subnet_up), "readback",
 		(int)p->opt.readback, "sweeps",
-		(int)atomic_load(&p->sweeps_done),
+		(int)atomic_load(&p->sweeps_done), "state_file",
+		p->opt.state_path && *p->opt.state_path ? p->opt.state_path
+							 : NULL,
+		"state_error", p->state_error[0] ? p->state_error : NULL,
+		"state_load_error",
+		p->state_load_error[0] ? p->state_load_error : NULL,
 		"mlids", "total", (int)total, "used", (int)used, "ibmcast",
 		(int)ours,
 		"counters", "requests", (json_int_t)c->requests, "errors",
@@ -430,7 +438,9 @@ unsigned ibmc__op_expire_leases(struct ibmc_plugin *p, uint64_t now_ns)
 		ibmc__job_free(victim);
 		n++;
 	}
-	if (n)
+	if (n) {
+		ibmc__state_save(p);
 		ibmc__plugin_notify_server(p);
+	}
 	return n;
 }

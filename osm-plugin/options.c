@@ -104,6 +104,8 @@ static int apply(struct ibmc_options *o, const char *key, const char *val)
 		return set_str(&o->slurm_user, val);
 	if (!strcmp(key, "state"))
 		return set_str(&o->state_path, val);
+	if (!strcmp(key, "peer"))
+		return set_str(&o->peer, val);
 	if (!strcmp(key, "smpd"))
 		return set_str(&o->smpd_path, val);
 	if (!strcmp(key, "default_groups"))
@@ -215,5 +217,6 @@ void ibmc__options_free(struct ibmc_options *o)
 	free(o->slurm_user);
 	free(o->state_path);
 	free(o->smpd_path);
+	free(o->peer);
 	memset(o, 0, sizeof(*o));
 }

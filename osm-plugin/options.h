@@ -17,6 +17,7 @@ struct ibmc_options {
 	uid_t slurm_uid;     /* resolved at parse time; -1 if unknown */
 	char *state_path;    /* reservations survive an SM restart */
 	char *smpd_path;     /* the SMP reader helper */
+	char *peer;          /* the other SM's plugin, mirrored while standby */
 	unsigned default_groups;
 	unsigned max_groups; /* per job */
 	unsigned max_jobs;

@@ -17,6 +17,7 @@
 #include "confirmer.h"
 #include "plugin.h"
 #include "server.h"
+#include "state.h"
 
 static void log_to_osm(int level, const char *msg, void *arg)
 {
@@ -64,6 +65,12 @@ static void *create(osm_opensm_t *osm)
 	ret = ibmc__registry_init(&p->reg);
 	if (ret)
 		goto err_opts;
+	/* Before the server opens: a client must never see a registry that
+	 * lacks a reservation the last SM accepted. */
+	ret = ibmc__state_load(p);
+	if (ret < 0 && ret != -EBADMSG)
+		ibmc_log(IBMC_LOG_ERROR, "state file %s: %s",
+			 p->opt.state_path, strerror(-ret));
 	ret = ibmc__confirmer_start(p, &p->confirmer);
 	if (ret) {
 		ibmc_log(IBMC_LOG_ERROR, "cannot start confirmer: %s",

@@ -28,6 +28,14 @@ struct ibmc_plugin {
 	atomic_uint sweeps_done;
 	atomic_uint sweeps_started; /* the confirmer re-verifies on change */
 	atomic_bool stopping;
+
+	/* Persistence, touched by the server thread only (status reads the
+	 * text under the registry lock). */
+	char state_error[200];      /* last save failed; cleared by a save */
+	char state_load_error[240]; /* the file found at start was bad */
+	bool restore_pending;
+	uint64_t next_mirror_ns;
+	uint64_t next_restore_ns;
 };
 
 /* Wake the server thread so it re-checks pending waits (thread-safe). */

@@ -115,6 +115,11 @@ bool ibmc__registry_any_building(struct ibmc_registry *r)
 	return false;
 }
 
+uint64_t ibmc__registry_next_generation(struct ibmc_registry *r)
+{
+	return ++r->generation;
+}
+
 void ibmc__job_free(struct ibmc_job *job)
 {
 	if (!job)
@@ -174,6 +179,8 @@ json_t *ibmc__job_to_json(const struct ibmc_job *job, uint64_t now_ns)
 		return NULL;
 	if (job->state == IBMC_STATE_FAILED)
 		json_object_set_new(o, "reason", json_string(job->reason));
+	if (job->needs_build)
+		json_object_set_new(o, "restoring", json_true());
 	/* Where the time goes: creating groups under osm->lock, OpenSM's
 	 * own multicast pass, then our confirmation. */
 	if (job->built_ns)

@@ -56,6 +56,7 @@ struct ibmc_job {
 	uint64_t ready_ns;
 	uint64_t lease_end_ns;
 	uint64_t generation; /* bumped when groups are (re)built */
+	bool needs_build;    /* restored or mirrored: no groups in OpenSM yet */
 };
 
 struct ibmc_counters {
@@ -70,6 +71,7 @@ struct ibmc_registry {
 	struct ibmc_job *jobs;
 	unsigned njobs;
 	struct ibmc_counters counters;
+	uint64_t generation;    /* last one handed out */
 };
 
 uint64_t ibmc__now_ns(void); /* CLOCK_MONOTONIC */
@@ -83,6 +85,8 @@ void ibmc__registry_insert(struct ibmc_registry *r, struct ibmc_job *job);
 /* Unlinks and returns the job (caller frees), or NULL. */
 struct ibmc_job *ibmc__registry_remove(struct ibmc_registry *r, uint32_t id);
 bool ibmc__registry_any_building(struct ibmc_registry *r);
+/* A fresh generation for a job whose groups were (re)built. */
+uint64_t ibmc__registry_next_generation(struct ibmc_registry *r);
 
 void ibmc__job_free(struct ibmc_job *job);
 /* The job object of docs/protocol.md; NULL on ENOMEM. */

@@ -19,6 +19,7 @@
 #include "common/net.h"
 #include "common/proto.h"
 #include "ops.h"
+#include "state.h"
 #include "server.h"
 
 #define MAX_OUT (2U * IBMC_PROTO_MAX_REPLY) /* unread bytes before we drop */
@@ -408,6 +409,12 @@ static void *server_main(void *arg)
 			/* Non-blocking: a failure means nothing pending. */
 			(void)!read(s->wake_fd, &v, sizeof(v));
 		}
+		/* Reservations from the state file (or mirrored from the
+		 * master while we were standby) get their groups once this
+		 * SM is master and the subnet is up. */
+		ibmc__state_mirror_peer(p, now);
+		if (ibmc__state_restore_pending(p))
+			now = ibmc__now_ns();
 		check_waits(s, now);
 		if (now >= next_lease_check) {
 			ibmc__op_expire_leases(p, now);

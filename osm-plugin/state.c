@@ -1,0 +1,535 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* The state file: {"format":"ibmcast-state","version":1,"jobs":[...],
+ * "fnv1a64":"<hash of the jobs>"}. Written to a temporary file, fsync'ed
+ * and renamed, so a crash leaves the old or the new file, never half of
+ * one; the hash catches a file damaged some other way. MGIDs derive from
+ * (job, index), so a rebuilt job gets the same group identities; OpenSM
+ * may hand out other MLIDs. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "osm_includes.h"
+
+#include "builder.h"
+#include "common/client.h"
+#include "common/hostlist.h"
+#include "common/log.h"
+#include "common/mgid.h"
+#include "confirmer.h"
+#include "state.h"
+
+#define FORMAT "ibmcast-state"
+#define STATE_VERSION 1
+#define MIRROR_EVERY_NS 2000000000ULL
+#define RESTORE_RETRY_NS 1000000000ULL
+
+static uint64_t fnv1a64(const char *s)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (; *s; s++) {
+		h ^= (unsigned char)*s;
+		h *= 0x100000001b3ULL;
+	}
+	return h;
+}
+
+static int64_t now_unix(void)
+{
+	return (int64_t)time(NULL);
+}
+
+static void set_error(struct ibmc_plugin *p, char *buf, size_t len,
+		      const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void set_error(struct ibmc_plugin *p, char *buf, size_t len,
+		      const char *fmt, ...)
+{
+	va_list ap;
+
+	pthread_mutex_lock(&p->reg.lock);
+	va_start(ap, fmt);
+	vsnprintf(buf, len, fmt, ap);
+	va_end(ap);
+	pthread_mutex_unlock(&p->reg.lock);
+	ibmc_log(IBMC_LOG_ERROR, "state file %s: %s", p->opt.state_path, buf);
+}
+
+/* Registry lock held. */
+static json_t *jobs_to_json(struct ibmc_plugin *p, uint64_t mono_now,
+			    int64_t unix_now)
+{
+	json_t *jobs = json_array();
+
+	for (struct ibmc_job *j = p->reg.jobs; j && jobs; j = j->next) {
+		int64_t left = j->lease_end_ns > mono_now
+				       ? (int64_t)((j->lease_end_ns -
+						    mono_now) / 1000000000ULL)
+				       : 0;
+		json_t *o = json_pack("{s:I, s:I, s:s, s:i, s:i, s:I}", "job",
+				      (json_int_t)j->id, "uid",
+				      (json_int_t)j->uid, "nodes", j->nodes,
+				      "groups", (int)j->ngroups, "lease_s",
+				      (int)j->lease_s, "lease_end_unix",
+				      (json_int_t)(unix_now + left));
+
+		if (!o || json_array_append_new(jobs, o)) {
+			json_decref(jobs);
+			jobs = NULL;
+		}
+	}
+	return jobs;
+}
+
+static int write_atomically(const char *path, const char *text)
+{
+	char tmp[4200];
+	size_t len = strlen(text), off = 0;
+	int fd, ret = 0;
+
+	if (snprintf(tmp, sizeof(tmp), "%s.tmp", path) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	while (off < len) {
+		ssize_t n = write(fd, text + off, len - off);
+
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			ret = -errno;
+			break;
+		}
+		off += (size_t)n;
+	}
+	if (!ret && fsync(fd))
+		ret = -errno;
+	if (close(fd) && !ret)
+		ret = -errno;
+	if (!ret && rename(tmp, path))
+		ret = -errno;
+	if (ret)
+		unlink(tmp);
+	return ret;
+}
+
+int ibmc__state_save(struct ibmc_plugin *p)
+{
+	char *jobs_text = NULL, *text = NULL, hash[20];
+	json_t *jobs, *doc = NULL;
+	int ret = -ENOMEM;
+
+	if (!p->opt.state_path || !*p->opt.state_path)
+		return 0;
+	pthread_mutex_lock(&p->reg.lock);
+	jobs = jobs_to_json(p, ibmc__now_ns(), now_unix());
+	pthread_mutex_unlock(&p->reg.lock);
+	if (!jobs)
+		goto out;
+	jobs_text = json_dumps(jobs, JSON_COMPACT | JSON_SORT_KEYS);
+	if (!jobs_text)
+		goto out;
+	snprintf(hash, sizeof(hash), "%016" PRIx64, fnv1a64(jobs_text));
+	doc = json_pack("{s:s, s:i, s:I, s:O, s:s}", "format", FORMAT,
+			"version", STATE_VERSION, "saved_unix",
+			(json_int_t)now_unix(), "jobs", jobs, "fnv1a64", hash);
+	text = doc ? json_dumps(doc, JSON_INDENT(1) | JSON_SORT_KEYS) : NULL;
+	if (!text)
+		goto out;
+	ret = write_atomically(p->opt.state_path, text);
+out:
+	if (ret)
+		set_error(p, p->state_error, sizeof(p->state_error),
+			  "cannot save %zu jobs: %s",
+			  jobs ? json_array_size(jobs) : 0, strerror(-ret));
+	else if (p->state_error[0]) {
+		pthread_mutex_lock(&p->reg.lock);
+		p->state_error[0] = '\0';
+		pthread_mutex_unlock(&p->reg.lock);
+	}
+	free(text);
+	free(jobs_text);
+	json_decref(doc);
+	json_decref(jobs);
+	return ret;
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Sorted names joined by ',', as ops.c compares node sets. */
+static char *canonical(char **names, size_t n)
+{
+	size_t len = 1, off = 0;
+	char *s;
+
+	qsort(names, n, sizeof(*names), cmp_str);
+	for (size_t i = 0; i < n; i++)
+		len += strlen(names[i]) + 1;
+	s = malloc(len);
+	if (!s)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		size_t l = strlen(names[i]);
+
+		if (i)
+			s[off++] = ',';
+		memcpy(s + off, names[i], l);
+		off += l;
+	}
+	s[off] = '\0';
+	return s;
+}
+
+/* A job awaiting its groups: same identity, MGIDs and lease as before. */
+static struct ibmc_job *job_from_json(struct ibmc_plugin *p, json_t *o,
+				      uint64_t mono_now, int64_t unix_now,
+				      char *why, size_t wlen)
+{
+	json_int_t id, uid, lease_end;
+	const char *nodes;
+	int ngroups, lease_s;
+	struct ibmc_hostlist hl = { 0 };
+	struct ibmc_job *j;
+
+	if (json_unpack(o, "{s:I, s:I, s:s, s:i, s:i, s:I}", "job", &id,
+			"uid", &uid, "nodes", &nodes, "groups", &ngroups,
+			"lease_s", &lease_s, "lease_end_unix", &lease_end) ||
+	    id < 1 || id > IBMC_PROTO_MAX_JOB || uid < 0 ||
+	    uid > 0xfffffffeLL || ngroups < 1 ||
+	    ngroups > IBMC_PROTO_MAX_GROUPS || lease_s < 1) {
+		snprintf(why, wlen, "a job entry has missing or bad fields");
+		return NULL;
+	}
+	if (lease_end <= unix_now) {
+		snprintf(why, wlen, "job %lld: lease ended while OpenSM was "
+			 "down", (long long)id);
+		return NULL;
+	}
+	if (ibmc__hostlist_expand(nodes, p->opt.max_nodes, &hl) ||
+	    !hl.count) {
+		ibmc__hostlist_free(&hl);
+		snprintf(why, wlen, "job %lld: bad nodes \"%.60s\"",
+			 (long long)id, nodes);
+		return NULL;
+	}
+	j = calloc(1, sizeof(*j));
+	if (j) {
+		j->groups = calloc((size_t)ngroups, sizeof(*j->groups));
+		j->nodes = strdup(nodes);
+		j->canon = canonical(hl.names, hl.count);
+	}
+	if (!j || !j->groups || !j->nodes || !j->canon) {
+		ibmc__job_free(j);
+		ibmc__hostlist_free(&hl);
+		snprintf(why, wlen, "out of memory");
+		return NULL;
+	}
+	j->id = (uint32_t)id;
+	j->uid = (uint32_t)uid;
+	j->node_count = (unsigned)hl.count;
+	j->qkey = ibmc__qkey_for_job(j->id);
+	j->pkey = 0xffff;
+	j->ngroups = (unsigned)ngroups;
+	for (unsigned i = 0; i < j->ngroups; i++) {
+		j->groups[i].index = (uint16_t)i;
+		ibmc__mgid_derive(j->id, (uint16_t)i, j->pkey,
+				  j->groups[i].mgid);
+		j->groups[i].state = IBMC_STATE_BUILDING;
+	}
+	j->state = IBMC_STATE_BUILDING;
+	j->needs_build = true;
+	j->lease_s = (unsigned)lease_s;
+	j->reserved_ns = j->building_since_ns = mono_now;
+	j->lease_end_ns = mono_now +
+			  (uint64_t)(lease_end - unix_now) * 1000000000ULL;
+	ibmc__hostlist_free(&hl);
+	return j;
+}
+
+/* Parse and check a state document; the jobs array on success. */
+static json_t *parse_doc(const char *path, json_t **doc, char *why,
+			 size_t wlen)
+{
+	json_error_t jerr;
+	const char *format, *hash;
+	json_t *jobs;
+	char *text, want[20];
+	int version;
+
+	*doc = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+	if (!*doc) {
+		snprintf(why, wlen, "not valid JSON (torn?): %s at line %d",
+			 jerr.text, jerr.line);
+		return NULL;
+	}
+	if (json_unpack(*doc, "{s:s, s:i, s:o, s:s}", "format", &format,
+			"version", &version, "jobs", &jobs, "fnv1a64", &hash) ||
+	    strcmp(format, FORMAT) || !json_is_array(jobs)) {
+		snprintf(why, wlen, "not an ibmcast state file");
+		return NULL;
+	}
+	if (version != STATE_VERSION) {
+		snprintf(why, wlen, "version %d, this plugin reads %d", version,
+			 STATE_VERSION);
+		return NULL;
+	}
+	text = json_dumps(jobs, JSON_COMPACT | JSON_SORT_KEYS);
+	if (!text) {
+		snprintf(why, wlen, "out of memory");
+		return NULL;
+	}
+	snprintf(want, sizeof(want), "%016" PRIx64, fnv1a64(text));
+	free(text);
+	if (strcmp(want, hash)) {
+		snprintf(why, wlen, "checksum mismatch (file damaged)");
+		return NULL;
+	}
+	return jobs;
+}
+
+int ibmc__state_load(struct ibmc_plugin *p)
+{
+	const char *path = p->opt.state_path;
+	uint64_t mono = ibmc__now_ns();
+	int64_t unix_now = now_unix();
+	char why[200];
+	json_t *doc = NULL, *jobs, *o;
+	size_t i;
+	int n = 0;
+
+	if (!path || !*path || access(path, F_OK))
+		return 0;
+	jobs = parse_doc(path, &doc, why, sizeof(why));
+	if (!jobs) {
+		char aside[4200];
+
+		snprintf(aside, sizeof(aside), "%s.corrupt-%lld", path,
+			 (long long)unix_now);
+		if (rename(path, aside))
+			aside[0] = '\0';
+		set_error(p, p->state_load_error, sizeof(p->state_load_error),
+			  "%s; ignored%s%s", why,
+			  aside[0] ? ", kept as " : "", aside);
+		json_decref(doc);
+		return -EBADMSG;
+	}
+	json_array_foreach(jobs, i, o) {
+		struct ibmc_job *j = job_from_json(p, o, mono, unix_now, why,
+						   sizeof(why));
+
+		if (!j) {
+			ibmc_log(IBMC_LOG_WARN, "state file %s: entry %zu "
+				 "dropped: %s", path, i, why);
+			continue;
+		}
+		pthread_mutex_lock(&p->reg.lock);
+		if (ibmc__registry_find(&p->reg, j->id)) {
+			pthread_mutex_unlock(&p->reg.lock);
+			ibmc__job_free(j);
+			continue;
+		}
+		ibmc__registry_insert(&p->reg, j);
+		pthread_mutex_unlock(&p->reg.lock);
+		n++;
+	}
+	json_decref(doc);
+	if (n) {
+		p->restore_pending = true;
+		ibmc_log(IBMC_LOG_INFO, "state file %s: %d reservations to "
+			 "rebuild once the subnet is up", path, n);
+	}
+	return n;
+}
+
+/* Build one restored job's groups. Registry lock not held. */
+static void rebuild(struct ibmc_plugin *p, uint32_t id, bool *retry)
+{
+	struct ibmc_hostlist hl = { 0 };
+	struct ibmc_group *groups = NULL;
+	enum ibmc_err err = IBMC_ERR_INTERNAL;
+	char detail[400] = "", *nodes = NULL;
+	unsigned ngroups = 0, ports = 0;
+	struct ibmc_job *j;
+	int ret;
+
+	pthread_mutex_lock(&p->reg.lock);
+	j = ibmc__registry_find(&p->reg, id);
+	if (j && j->needs_build) {
+		nodes = strdup(j->nodes);
+		ngroups = j->ngroups;
+		groups = calloc(ngroups, sizeof(*groups));
+	}
+	pthread_mutex_unlock(&p->reg.lock);
+	if (!nodes || !groups) {
+		if (j)
+			*retry = true; /* out of memory: try again later */
+		goto out;
+	}
+	ret = ibmc__hostlist_expand(nodes, p->opt.max_nodes, &hl);
+	if (!ret)
+		ret = ibmc__builder_create(p, id, hl.names, hl.count, ngroups,
+					   ibmc__qkey_for_job(id), 0xffff,
+					   groups, &ports, &err, detail,
+					   sizeof(detail));
+	if (ret && err == IBMC_ERR_BUSY) {
+		*retry = true;
+		goto out;
+	}
+	pthread_mutex_lock(&p->reg.lock);
+	j = ibmc__registry_find(&p->reg, id);
+	if (!j || !j->needs_build) {
+		/* Released meanwhile: undo what we built. */
+		pthread_mutex_unlock(&p->reg.lock);
+		if (!ret)
+			ibmc__builder_destroy(p, groups, ngroups);
+		goto out;
+	}
+	j->needs_build = false;
+	j->building_since_ns = ibmc__now_ns();
+	if (ret) {
+		j->state = IBMC_STATE_FAILED;
+		snprintf(j->reason, sizeof(j->reason),
+			 "could not rebuild after SM start: %s", detail);
+		p->reg.counters.failed++;
+		ibmc_log(IBMC_LOG_ERROR, "job %u: %s", id, j->reason);
+	} else {
+		memcpy(j->groups, groups, ngroups * sizeof(*groups));
+		j->port_count = ports;
+		j->built_ns = ibmc__now_ns();
+		j->generation = ibmc__registry_next_generation(&p->reg);
+		ibmc__confirmer_kick(p);
+		ibmc_log(IBMC_LOG_INFO, "job %u: rebuilt %u groups (first MLID "
+			 "0x%04x)", id, ngroups, groups[0].mlid);
+	}
+	pthread_mutex_unlock(&p->reg.lock);
+	ibmc__plugin_notify_server(p);
+out:
+	ibmc__hostlist_free(&hl);
+	free(groups);
+	free(nodes);
+}
+
+bool ibmc__state_restore_pending(struct ibmc_plugin *p)
+{
+	uint64_t now = ibmc__now_ns();
+	bool retry = false;
+	uint32_t *ids = NULL;
+	unsigned n = 0;
+
+	if (!p->restore_pending || now < p->next_restore_ns ||
+	    !atomic_load(&p->subnet_up) ||
+	    p->osm->subn.sm_state != IB_SMINFO_STATE_MASTER)
+		return false;
+	pthread_mutex_lock(&p->reg.lock);
+	ids = calloc(p->reg.njobs + 1, sizeof(*ids));
+	for (struct ibmc_job *j = p->reg.jobs; ids && j; j = j->next)
+		if (j->needs_build)
+			ids[n++] = j->id;
+	pthread_mutex_unlock(&p->reg.lock);
+	if (!ids) {
+		p->next_restore_ns = now + RESTORE_RETRY_NS;
+		return false;
+	}
+	for (unsigned i = 0; i < n; i++)
+		rebuild(p, ids[i], &retry);
+	free(ids);
+	p->restore_pending = retry;
+	p->next_restore_ns = now + RESTORE_RETRY_NS;
+	return n > 0;
+}
+
+/* Standby: replace our unbuilt copies with the master's current list. */
+void ibmc__state_mirror_peer(struct ibmc_plugin *p, uint64_t now_ns)
+{
+	json_t *req, *reply = NULL, *jobs, *o;
+	uint64_t mono = ibmc__now_ns();
+	int64_t unix_now = now_unix();
+	char detail[256], why[200];
+	bool changed = false;
+	size_t i;
+
+	if (!p->opt.peer || now_ns < p->next_mirror_ns ||
+	    p->osm->subn.sm_state == IB_SMINFO_STATE_MASTER)
+		return;
+	p->next_mirror_ns = now_ns + MIRROR_EVERY_NS;
+	req = json_pack("{s:s}", "op", "status");
+	if (!req || ibmc__client_call(p->opt.peer, p->opt.munge_socket, req,
+				      1000, &reply, detail, sizeof(detail))) {
+		json_decref(req);
+		ibmc_log(IBMC_LOG_DEBUG, "peer %s: %s", p->opt.peer, detail);
+		return;
+	}
+	json_decref(req);
+	jobs = json_object_get(reply, "jobs");
+	if (!json_is_true(json_object_get(reply, "ok")) ||
+	    !json_is_array(jobs)) {
+		json_decref(reply);
+		return;
+	}
+	pthread_mutex_lock(&p->reg.lock);
+	/* Forget copies the master no longer holds. */
+	for (struct ibmc_job *j = p->reg.jobs, *next; j; j = next) {
+		bool held = false;
+
+		next = j->next;
+		json_array_foreach(jobs, i, o)
+			if (json_integer_value(json_object_get(o, "job")) ==
+			    (json_int_t)j->id)
+				held = true;
+		if (!held && j->needs_build) {
+			ibmc__job_free(ibmc__registry_remove(&p->reg, j->id));
+			changed = true;
+		}
+	}
+	pthread_mutex_unlock(&p->reg.lock);
+	json_array_foreach(jobs, i, o) {
+		json_int_t id = json_integer_value(json_object_get(o, "job"));
+		json_int_t left = json_integer_value(
+			json_object_get(o, "lease_remaining_s"));
+		json_t *entry = json_pack(
+			"{s:I, s:O, s:O, s:I, s:O, s:I}", "job", id, "uid",
+			json_object_get(o, "uid"), "nodes",
+			json_object_get(o, "nodes"), "groups",
+			(json_int_t)json_array_size(json_object_get(o,
+								    "groups")),
+			"lease_s", json_object_get(o, "lease_s"),
+			"lease_end_unix", (json_int_t)(unix_now + left));
+		struct ibmc_job *j = entry ? job_from_json(p, entry, mono,
+							   unix_now, why,
+							   sizeof(why))
+					   : NULL;
+
+		json_decref(entry);
+		if (!j)
+			continue;
+		pthread_mutex_lock(&p->reg.lock);
+		if (ibmc__registry_find(&p->reg, j->id)) {
+			struct ibmc_job *old =
+				ibmc__registry_find(&p->reg, j->id);
+
+			old->lease_end_ns = j->lease_end_ns;
+			ibmc__job_free(j);
+		} else {
+			ibmc__registry_insert(&p->reg, j);
+			changed = true;
+		}
+		pthread_mutex_unlock(&p->reg.lock);
+	}
+	json_decref(reply);
+	p->restore_pending = true;
+	if (changed)
+		ibmc__state_save(p);
+}
