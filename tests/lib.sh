@@ -13,6 +13,8 @@
 #           down and removes the directory unless IBMCAST_KEEP_TMP is set
 #           sim_down DIR | sim_diag DIR CMD... | fabric_procs DIR
 #           at_exit CMD-STRING  (run at exit, last registered first)
+# Waiting:  wait_until SECONDS CMD...  (retry CMD every 0.2 s until it
+#           succeeds or SECONDS pass) | count_matches FILE ERE
 
 # shellcheck shell=bash disable=SC2034 # variables are for the tests
 
@@ -230,5 +232,64 @@ fabric_procs() {
 			grep -qx "IBSIM_SOCKNAME=$sock"; }; then
 			echo "${p#/proc/} $cmd"
 		fi
+	done
+}
+
+# wait_until SECONDS CMD...: succeeds as soon as CMD does, fails when it
+# has not within SECONDS.
+wait_until() {
+	local limit=$1 end
+	shift
+	end=$((SECONDS + limit))
+	while :; do
+		"$@" > /dev/null 2>&1 && return 0
+		[ "$SECONDS" -lt "$end" ] || return 1
+		sleep 0.2
+	done
+}
+
+# count_matches FILE ERE: how many lines of FILE match ERE (0 if none or
+# no such file).
+count_matches() {
+	local n
+	n=$(grep -cE "$2" "$1" 2>/dev/null) || true
+	printf '%s\n' "${n:-0}"
+}
+
+# fabric_topology DIR: the fabric as ibnetdiscover sees it, one line each:
+# "SWLID desc DESC", "SWLID PORT H NAME" (an HCA on that switch port) and
+# "SWLID PORT S PEERLID PEERPORT" (a switch-to-switch link).
+fabric_topology() {
+	sim_diag "$1" ibnetdiscover 2> /dev/null | awk '
+		/^Switch/ {
+			lid = $0; sub(/.* lid /, "", lid); sub(/ .*/, "", lid)
+			d = $0; sub(/^[^#]*# "/, "", d); sub(/".*/, "", d)
+			print lid, "desc", d; sw = 1; next
+		}
+		/^(Ca|Rt)/ { sw = 0; next }
+		sw && /^\[/ {
+			p = $1; gsub(/[^0-9]/, "", p)
+			d = $0; sub(/^[^#]*# "/, "", d); sub(/".*/, "", d)
+			if ($2 ~ /^"H-/) { print lid, p, "H", d; next }
+			pp = $2; sub(/.*\[/, "", pp); sub(/\].*/, "", pp)
+			pl = $0; sub(/.* lid /, "", pl); sub(/ .*/, "", pl)
+			print lid, p, "S", pl, pp
+		}'
+}
+
+# fabric_mft_rows DIR TOPOFILE: "MLID SWLID PORT" for every port set in any
+# switch's MFT, as ibroute -M reads it (switches from fabric_topology).
+fabric_mft_rows() {
+	local l
+	for l in $(awk '$2 == "desc" { print $1 }' "$2"); do
+		sim_diag "$1" ibroute -M "$l" 2> /dev/null |
+			awk -v lid="$l" '
+			/Ports: / { c0 = index($0, "Ports: ") + 7; next }
+			/^0x[cCdDeEfF]/ {
+				m = tolower($1)
+				for (p = 0; c0 + 2 * p <= length($0); p++)
+					if (substr($0, c0 + 2 * p, 1) == "x")
+						print m, lid, p
+			}'
 	done
 }
