@@ -48,42 +48,9 @@ watch_env() {
 		IBSIM_SOCKNAME=$IBSIM_SOCKNAME "$@"
 }
 
-# topology: "SWLID PORT H NAME" and "SWLID PORT S PEERLID PEERPORT" lines,
-# and "SWLID desc DESC", from ibnetdiscover.
-topology() {
-	sim_diag "$SIM_DIR" ibnetdiscover 2> "$tmp/ibnd.err" | awk '
-		/^Switch/ {
-			lid = $0; sub(/.* lid /, "", lid); sub(/ .*/, "", lid)
-			d = $0; sub(/^[^#]*# "/, "", d); sub(/".*/, "", d)
-			print lid, "desc", d; sw = 1; next
-		}
-		/^(Ca|Rt)/ { sw = 0; next }
-		sw && /^\[/ {
-			p = $1; gsub(/[^0-9]/, "", p)
-			d = $0; sub(/^[^#]*# "/, "", d); sub(/".*/, "", d)
-			if ($2 ~ /^"H-/) { print lid, p, "H", d; next }
-			pp = $2; sub(/.*\[/, "", pp); sub(/\].*/, "", pp)
-			pl = $0; sub(/.* lid /, "", pl); sub(/ .*/, "", pl)
-			print lid, p, "S", pl, pp
-		}'
-}
-
-# mft_rows: "MLID SWLID PORT" for every port set in any switch's MFT, as
-# ibroute -M reads it.
-mft_rows() {
-	local l
-	for l in $(awk '$2 == "desc" { print $1 }' "$tmp/topo"); do
-		sim_diag "$SIM_DIR" ibroute -M "$l" 2> /dev/null |
-			awk -v lid="$l" '
-			/Ports: / { c0 = index($0, "Ports: ") + 7; next }
-			/^0x[cCdDeEfF]/ {
-				m = tolower($1)
-				for (p = 0; c0 + 2 * p <= length($0); p++)
-					if (substr($0, c0 + 2 * p, 1) == "x")
-						print m, lid, p
-			}'
-	done
-}
+# The fabric as ibnetdiscover and ibroute -M see it (tests/lib.sh).
+topology() { fabric_topology "$SIM_DIR"; }
+mft_rows() { fabric_mft_rows "$SIM_DIR" "$tmp/topo"; }
 
 # ibroute_view MLID: from the ibroute rows and the topology, prints three
 # lines: the sorted HCAs the MLID is forwarded to, the sorted switch LIDs
@@ -219,7 +186,7 @@ ok $? "fabric A (64 hosts, 2 levels, radix 8) is up" ||
 . "$SIM_DIR/env"
 topology > "$tmp/topo"
 [ "$(awk '$3 == "H"' "$tmp/topo" | wc -l)" -ge 65 ] ||
-	bail_out "ibnetdiscover saw too little of fabric A: $(cat "$tmp/ibnd.err")"
+	bail_out "ibnetdiscover saw too little of fabric A"
 
 check_job 101 node17 1
 check_job 102 'node[5-6]' 4
