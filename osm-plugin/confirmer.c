@@ -45,6 +45,7 @@ struct item {
 	bool confirmed; /* and 4 */
 	uint64_t sm_at; /* when 1-3 were seen to hold */
 	bool verify;    /* a ready group being re-checked */
+	uint64_t fp;       /* fingerprint of the tree in OpenSM's tables */
 	unsigned expected; /* member ports at reservation */
 	unsigned present;  /* member ports OpenSM still has */
 	char why[96];   /* last reason it is not ready */
@@ -218,6 +219,24 @@ out:
 	return ok;
 }
 
+/* FNV-1a over the tree's switches and port masks, in OpenSM's switch
+ * order (stable while the switch table is): a changed value means OpenSM
+ * has rerouted the group. */
+static uint64_t tree_fingerprint(const struct tree_switch *t, unsigned n)
+{
+	uint64_t h = 0xcbf29ce484222325ULL;
+
+	for (unsigned s = 0; s < n; s++) {
+		const uint8_t *b = (const uint8_t *)&t[s];
+
+		for (size_t i = 0; i < sizeof(t[s]); i++) {
+			h ^= b[i];
+			h *= 0x100000001b3ULL;
+		}
+	}
+	return h;
+}
+
 /* Under osm->lock: conditions 1 and 3 for one item, and the expected
  * masks of every switch on its tree. */
 static void check_sm_view(osm_opensm_t *osm, struct item *it)
@@ -279,6 +298,7 @@ static void check_sm_view(osm_opensm_t *osm, struct item *it)
 					(uint16_t)(1u << (pn % 16));
 	}
 	it->ntree = n;
+	it->fp = tree_fingerprint(it->tree, n);
 	it->sm_done = true;
 }
 
@@ -450,6 +470,14 @@ static bool apply(struct ibmc_plugin *p, struct ibmc_confirmer *c)
 		}
 		if (it->verify) {
 			p->reg.counters.verifications++;
+			/* Switches agreeing is not enough: a tree OpenSM has
+			 * moved (around a dead link, say) is a new tree, and
+			 * the job waits for it like for the first one. */
+			if (it->confirmed && it->fp != g->tree_fp) {
+				it->confirmed = false;
+				snprintf(it->why, sizeof(it->why),
+					 "OpenSM rerouted the group");
+			}
 			if (it->confirmed || j->state != IBMC_STATE_READY ||
 			    g->state != IBMC_STATE_READY)
 				continue;
@@ -471,6 +499,7 @@ static bool apply(struct ibmc_plugin *p, struct ibmc_confirmer *c)
 		if (it->sm_done && !g->sm_done_ns)
 			g->sm_done_ns = it->sm_at;
 		if (it->confirmed) {
+			g->tree_fp = it->fp;
 			g->state = IBMC_STATE_READY;
 			g->ready_ns = now;
 			g->switches = it->ntree;
