@@ -16,7 +16,7 @@ need_cmd sminfo infiniband-diags
 need_cmd flock util-linux
 need_file "$IBMCAST_FATTREE" "ibmcast-fattree"
 
-plan 54
+plan 56
 
 # shellcheck disable=SC2154 # lib.sh sets top_builddir
 CTL=$top_builddir/tools/ibmcastctl
@@ -154,8 +154,16 @@ if [ "$PLUGIN" = 1 ]; then
 		"$CTL" -s "$server" -t 2000 status
 	run_ok "start-sm" sim start-sm --dir "$A"
 	is "$(ctl_state "$server")" master "the plugin answers again after start-sm"
+	# A client killed with SIGKILL never detaches from ibsim and keeps
+	# one of its ten slots; stop-sm gives such slots back.
+	read -r pid1 _ < "$A/pids/opensm"
+	kill -KILL -- "-$pid1"
+	wait_until 5 test ! -d "/proc/$pid1/fd/0"
+	run_ok "stop-sm after OpenSM was killed with SIGKILL" sim stop-sm --dir "$A"
+	is "$(sim console --dir "$A" -- Attached | grep -c '^Client ')" 0 \
+		"the killed OpenSM's ibsim slots were disconnected"
 else
-	for _ in $(seq 12); do skip "plugin or ibmcastctl not built"; done
+	for _ in $(seq 14); do skip "plugin or ibmcastctl not built"; done
 fi
 
 run_ok "down A" sim down --dir "$A"
