@@ -182,11 +182,11 @@ struct nameset {
 	size_t mask;
 };
 
-static uint64_t hash_str(const char *s)
+static uint64_t hash_mem(const char *s, size_t n)
 {
 	uint64_t h = 1469598103934665603ULL; /* FNV-1a */
 
-	while (*s)
+	while (n--)
 		h = (h ^ (unsigned char)*s++) * 1099511628211ULL;
 	return h;
 }
@@ -194,7 +194,8 @@ static uint64_t hash_str(const char *s)
 /* True if name was new (and is now recorded as names[idx]). */
 static bool nameset_add(struct nameset *set, char **names, size_t idx)
 {
-	size_t i = (size_t)hash_str(names[idx]) & set->mask;
+	size_t i = (size_t)hash_mem(names[idx], strlen(names[idx])) &
+		   set->mask;
 
 	while (set->slots[i]) {
 		if (!strcmp(names[set->slots[i] - 1], names[idx]))
@@ -504,24 +505,35 @@ char *ibmc__hostlist_compress(char *const *names, size_t count)
 {
 	struct sbuf b = { 0 };
 	struct split *v;
-	size_t i, j;
+	size_t *first, slots, h, i, j;
 
+	/* Group each name under the first name with the same prefix, found
+	 * in a hash of the prefixes seen: scanning the earlier names was
+	 * quadratic, seconds for 65536 names like "r[1-256]n[1-256]". */
+	for (slots = 2; slots < count * 2; slots <<= 1)
+		;
 	v = calloc(count ? count : 1, sizeof(*v));
-	if (!v)
+	first = calloc(slots, sizeof(*first)); /* index + 1; 0 = empty */
+	if (!v || !first) {
+		free(v);
+		free(first);
 		return NULL;
+	}
 	for (i = 0; i < count; i++) {
 		split_name(names[i], &v[i]);
 		v[i].pos = i;
 		v[i].order = i;
-		/* Group under the first name with the same prefix; the scan
-		 * stops at that first name, so node lists stay cheap. */
-		for (j = 0; j < i; j++) {
-			if (v[j].order == j && same_prefix(&v[j], &v[i])) {
-				v[i].order = j;
-				break;
-			}
-		}
+		if (!v[i].ndig)
+			continue;
+		h = (size_t)hash_mem(names[i], v[i].plen) & (slots - 1);
+		while (first[h] && !same_prefix(&v[first[h] - 1], &v[i]))
+			h = (h + 1) & (slots - 1);
+		if (first[h])
+			v[i].order = first[h] - 1;
+		else
+			first[h] = i + 1;
 	}
+	free(first);
 	qsort(v, count, sizeof(*v), split_cmp);
 
 	sb_add(&b, "", 0);
