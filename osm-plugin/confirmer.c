@@ -45,6 +45,7 @@ struct item {
 	bool confirmed; /* and 4 */
 	uint64_t sm_at; /* when 1-3 were seen to hold */
 	bool verify;    /* a ready group being re-checked */
+	bool unprocessed; /* its MLID still waits for OpenSM's pass */
 	uint64_t fp;       /* fingerprint of the tree in OpenSM's tables */
 	unsigned expected; /* member ports at reservation */
 	unsigned present;  /* member ports OpenSM still has */
@@ -65,6 +66,7 @@ struct ibmc_confirmer {
 	bool kicked;
 	unsigned seen_sweeps;
 	uint64_t next_verify_ns;
+	uint64_t next_nudge_ns;
 };
 
 void ibmc__confirmer_kick(struct ibmc_plugin *p)
@@ -256,6 +258,7 @@ static void check_sm_view(osm_opensm_t *osm, struct item *it)
 	}
 	it->present = (unsigned)cl_qmap_count(&mgrp->mcm_port_tbl);
 	if (osm->sm.mlids_req[it->mlid - IB_LID_MCAST_START_HO]) {
+		it->unprocessed = true;
 		snprintf(it->why, sizeof(it->why),
 			 "OpenSM has not processed MLID 0x%04x yet", it->mlid);
 		return;
@@ -496,6 +499,7 @@ static bool apply(struct ibmc_plugin *p, struct ibmc_confirmer *c)
 		}
 		if (j->state != IBMC_STATE_BUILDING)
 			continue;
+		snprintf(g->pending, sizeof(g->pending), "%s", it->why);
 		if (it->sm_done && !g->sm_done_ns)
 			g->sm_done_ns = it->sm_at;
 		if (it->confirmed) {
@@ -575,6 +579,27 @@ static void pass(struct ibmc_plugin *p, struct ibmc_confirmer *c)
 	}
 	if (p->opt.readback)
 		readback(p, c);
+
+	/* OpenSM drops an idle-time request that arrives while it is not in
+	 * MASTER state (do_process_mgrp_queue), and seen here: around
+	 * another SM joining. A request still pending after a second is
+	 * signalled again; the signal only sets a bit for the SM's thread. */
+	for (unsigned i = 0; i < c->nitems; i++) {
+		if (!c->items[i].unprocessed)
+			continue;
+		if (!c->next_nudge_ns) {
+			c->next_nudge_ns = now + 1000000000ULL;
+		} else if (now >= c->next_nudge_ns) {
+			ibmc_log(IBMC_LOG_INFO, "MLID 0x%04x still not processed "
+				 "by OpenSM; signalling it again",
+				 c->items[i].mlid);
+			osm_sm_signal(&osm->sm,
+				      OSM_SIGNAL_IDLE_TIME_PROCESS_REQUEST);
+			c->next_nudge_ns = now + 1000000000ULL;
+		}
+		return;
+	}
+	c->next_nudge_ns = 0;
 }
 
 static void *confirmer_main(void *arg)

@@ -144,6 +144,8 @@ static json_t *group_to_json(const struct ibmc_job *job,
 		      "state", ibmc__state_name(g->state),
 		      "members", (int)g->members,
 		      "switches", (int)g->switches);
+	if (o && g->state == IBMC_STATE_BUILDING && g->pending[0])
+		json_object_set_new(o, "pending", json_string(g->pending));
 	if (o && g->missing)
 		json_object_set_new(o, "missing_ports",
 				    json_integer((json_int_t)g->missing));

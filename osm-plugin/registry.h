@@ -30,6 +30,7 @@ struct ibmc_group {
 	unsigned switches;   /* switches on the spanning tree, once known */
 	unsigned missing;    /* member ports that have left the fabric */
 	uint64_t tree_fp;    /* the confirmed tree (switches and ports) */
+	char pending[96];    /* while building: what it is waiting for */
 	enum ibmc_state state;
 	uint64_t sm_done_ns; /* first seen programmed by OpenSM (1-3) */
 	uint64_t ready_ns;   /* CLOCK_MONOTONIC when confirmed */

@@ -401,8 +401,15 @@ static void rebuild(struct ibmc_plugin *p, uint32_t id, bool *retry)
 	j->building_since_ns = ibmc__now_ns();
 	if (ret) {
 		j->state = IBMC_STATE_FAILED;
-		snprintf(j->reason, sizeof(j->reason),
-			 "could not rebuild after SM start: %s", detail);
+		/* The reason is shorter than the detail: cut it, knowingly. */
+		size_t n = (size_t)snprintf(j->reason, sizeof(j->reason),
+					    "could not rebuild after SM "
+					    "start: ");
+
+		if (n < sizeof(j->reason))
+			memccpy(j->reason + n, detail, '\0',
+				sizeof(j->reason) - n - 1);
+		j->reason[sizeof(j->reason) - 1] = '\0';
 		p->reg.counters.failed++;
 		ibmc_log(IBMC_LOG_ERROR, "job %u: %s", id, j->reason);
 	} else {
