@@ -581,9 +581,10 @@ static void pass(struct ibmc_plugin *p, struct ibmc_confirmer *c)
 		readback(p, c);
 
 	/* OpenSM drops an idle-time request that arrives while it is not in
-	 * MASTER state (do_process_mgrp_queue), and seen here: around
-	 * another SM joining. A request still pending after a second is
-	 * signalled again; the signal only sets a bit for the SM's thread. */
+	 * MASTER state (do_process_mgrp_queue returns early), leaving the
+	 * MLID unprocessed until some later pass. A request still pending
+	 * after a second is signalled again; the signal only sets a bit for
+	 * the SM's thread, which handles it when it is free. */
 	for (unsigned i = 0; i < c->nitems; i++) {
 		if (!c->items[i].unprocessed)
 			continue;
