@@ -28,6 +28,19 @@ static bool privileged(struct ibmc_plugin *p, uid_t uid)
 			    uid == p->opt.slurm_uid);
 }
 
+/* Privileged requests from anyone else are refused, and logged: an
+ * administrator wants to know who tried to change reservations. */
+static json_t *refuse(struct ibmc_plugin *p, const char *op, uint32_t job,
+		      uid_t uid)
+{
+	ibmc_log(IBMC_LOG_WARN, "%s of job %u by uid %u refused: not root "
+		 "nor the Slurm user", op, job, (unsigned)uid);
+	return ibmc__reply_error(IBMC_ERR_UNAUTHORIZED,
+				 "%s needs root or the Slurm user (%s); uid "
+				 "%u is neither", op, p->opt.slurm_user,
+				 (unsigned)uid);
+}
+
 static int cmp_str(const void *a, const void *b)
 {
 	return strcmp(*(char *const *)a, *(char *const *)b);
@@ -86,10 +99,7 @@ static json_t *op_reserve(struct ibmc_plugin *p, const struct ibmc_request *r,
 	int ret;
 
 	if (!privileged(p, uid))
-		return ibmc__reply_error(IBMC_ERR_UNAUTHORIZED,
-					 "reserve needs root or the Slurm user "
-					 "(%s); uid %u is neither",
-					 p->opt.slurm_user, (unsigned)uid);
+		return refuse(p, "reserve", r->job, uid);
 	if (!atomic_load(&p->subnet_up))
 		return ibmc__reply_error(IBMC_ERR_BUSY,
 					 "the subnet is not up yet; retry");
@@ -208,10 +218,7 @@ static json_t *op_release(struct ibmc_plugin *p, const struct ibmc_request *r,
 	json_t *reply;
 
 	if (!privileged(p, uid))
-		return ibmc__reply_error(IBMC_ERR_UNAUTHORIZED,
-					 "release needs root or the Slurm user "
-					 "(%s); uid %u is neither",
-					 p->opt.slurm_user, (unsigned)uid);
+		return refuse(p, "release", r->job, uid);
 	pthread_mutex_lock(&p->reg.lock);
 	j = ibmc__registry_remove(&p->reg, r->job);
 	if (j)
@@ -239,10 +246,7 @@ static json_t *op_renew(struct ibmc_plugin *p, const struct ibmc_request *r,
 	json_t *reply;
 
 	if (!privileged(p, uid))
-		return ibmc__reply_error(IBMC_ERR_UNAUTHORIZED,
-					 "renew needs root or the Slurm user "
-					 "(%s); uid %u is neither",
-					 p->opt.slurm_user, (unsigned)uid);
+		return refuse(p, "renew", r->job, uid);
 	pthread_mutex_lock(&p->reg.lock);
 	j = ibmc__registry_find(&p->reg, r->job);
 	if (!j) {

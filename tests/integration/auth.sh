@@ -16,7 +16,7 @@ need_cmd setpriv util-linux
 need_file "$top_builddir/tools/ibmcastctl" "tools/ibmcastctl"
 need_file "$IBMCAST_FATTREE" "ibmcast-fattree"
 
-plan 82
+plan 87
 
 NOBODY=$(id -u nobody)
 
@@ -121,6 +121,8 @@ is "$RC" 0 "root reserves job 1 on the Unix socket" || diag "$ERR"
 
 refused_ctl "nobody: reserve" unauthorized as nobody reserve 2 --nodes 'node[9-12]'
 like "$ERR" "uid $NOBODY is neither" "  the detail names the uid"
+like "$(grep 'refused: not root' "$SIM_DIR/opensm.log" | tail -n 1)" \
+	"reserve of job 2 by uid $NOBODY refused" "  and OpenSM's log records who tried"
 refused_ctl "nobody: release" unauthorized as nobody release 1
 refused_ctl "nobody: renew" unauthorized as nobody renew 1 --lease 60
 refused_ctl "daemon (not the Slurm user here): reserve" unauthorized \
@@ -168,6 +170,13 @@ r=$(tcp_send "$(wrap "$c")" "$(wrap "$c")")
 is "$(error_of "$(sed -n 1p <<< "$r")")" ok "a status credential works once"
 is "$(error_of "$(sed -n 2p <<< "$r")")" unauthorized \
 	"  and is refused when sent again on the same connection"
+
+# A credential outlives its time-to-live only in an attacker's hands.
+c=$(cred --ttl=1 '{"op":"reserve","job":5,"nodes":"node[13-16]","groups":1}')
+sleep 2
+refused_tcp "an expired credential" unauthorized '[Ee]xpired' "$(wrap "$c")"
+like "$(grep 'MUNGE credential refused' "$SIM_DIR/opensm.log" | tail -n 1)" \
+	'[Ee]xpired' "the refusal is in OpenSM's log"
 
 refused_tcp "a garbage credential" unauthorized 'munge: decode' \
 	'{"munge":"MUNGE:AwQFAABgarbagegarbagegarbage:"}'
