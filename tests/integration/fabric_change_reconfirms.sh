@@ -1,6 +1,6 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
-# A link on a group's tree goes down: the job leaves `ready` until OpenSM
+# A link or a switch on a group's tree goes down: the job leaves `ready` until OpenSM
 # has rerouted it and the switches agree, then is ready again on a tree
 # that avoids the dead link; a member whose link dies is reported.
 
@@ -15,7 +15,7 @@ WATCH=$top_builddir/sim-fabric/ibmcast-mftwatch
 need_file "$CTL" "tools/ibmcastctl"
 need_file "$WATCH" "sim-fabric/ibmcast-mftwatch"
 
-plan 14
+plan 18
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ibmcast-fc.XXXXXX")
 at_exit "rm -rf '$tmp'"
@@ -73,6 +73,19 @@ is "$(reach "$mlid")" "$want true" "the rerouted tree still reaches node1..node8
 now=$(leaf_ports "$mlid")
 ok "$([[ " $now " != *" $up "* ]]; echo $?)" \
 	"leaf1 no longer forwards MLID $mlid to the dead port $up (now: $now)"
+
+# A whole switch on the tree goes away: every link of the spine the tree
+# now crosses (leaf1's uplink k reaches spine k-4 in this topology).
+up2=$(leaf_ports "$mlid" | tr ' ' '\n' | awk '$1 >= 5' | head -n 1)
+spine=S-spine$((up2 - 4))
+rebuilds=$(counter rebuilds)
+run_ok "take switch $spine (on the tree) off the fabric" sim console -- "Unlink \"$spine\""
+ok "$(within 30 "[ \"\$(counter rebuilds)\" -gt $rebuilds ]"; echo $?)" \
+	"job 41 went back to building when $spine disappeared"
+run_ok "and is ready again" ctl wait 41 --timeout-ms 30000
+now=$(leaf_ports "$mlid")
+ok "$([[ " $now " != *" $up2 "* ]] && [ "$(reach "$mlid")" = "$want true" ]; echo $?)" \
+	"the new tree avoids $spine and still reaches node1..node8 (leaf1 ports: $now)"
 
 # A member's own link dies: OpenSM drops its port; the job says so.
 run_ok "take node8's HCA link down" sim link down node8 1 --wait
