@@ -16,7 +16,7 @@ CTL=$top_builddir/tools/ibmcastctl
 need_file "$CTL" "tools/ibmcastctl"
 need_file "$IBMCAST_FATTREE" "ibmcast-fattree"
 
-plan 61
+plan 63
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ibmcast-hostile.XXXXXX")
 at_exit "rm -rf '$tmp'"
@@ -357,6 +357,21 @@ done
 is "$closed" 300 "all 300 idle clients are closed by the server, without a reply"
 diag "300 idle clients reaped in $(($(now_ms) - t0)) ms"
 serving "after 750 connections"
+
+# --- a client that never reads its replies ----------------------------------
+# 40,000 status requests (about 16 MB of replies) on one Unix connection that
+# is never read: the server buffers at most a few MiB for it, then drops it,
+# and serves everyone else meanwhile.
+for ((i = 0; i < 40000; i++)); do echo '{"op":"status"}'; done > "$tmp/flood"
+( cat "$tmp/flood"; sleep 30 ) | socat -u - "UNIX-CONNECT:$SIM_DIR/ibmcast.sock" &
+nonreader=$!
+at_exit "kill $nonreader 2> /dev/null"
+ok "$(wait_until 30 grep -q 'does not read its replies; closing' "$SIM_DIR/opensm.log"; echo $?)" \
+	"a client that never reads its replies is dropped"
+ms=$(status_ms)
+ok "$([ "$ms" -lt 1000 ]; echo $?)" "  while others are served (${ms} ms)"
+kill "$nonreader" 2> /dev/null
+wait "$nonreader" 2> /dev/null
 
 # --- afterwards ---------------------------------------------------------------
 ok "$(osm_alive; echo $?)" "OpenSM (pid $OSM_PID) survived everything"
