@@ -293,3 +293,27 @@ fabric_mft_rows() {
 			}'
 	done
 }
+
+# hostlist_expand EXPR: one name a line for a simple Slurm hostlist
+# ("node[1-4,9]" or a single name), for comparing with what tools print.
+hostlist_expand() {
+	local h=$1 r a b pre parts
+	if [[ $h =~ ^([a-z]+)\[([0-9,-]+)\]$ ]]; then
+		pre=${BASH_REMATCH[1]}
+		IFS=, read -ra parts <<< "${BASH_REMATCH[2]}"
+		for r in "${parts[@]}"; do
+			a=${r%-*} b=${r#*-}
+			seq -f "$pre%g" "$a" "$b"
+		done
+	else
+		echo "$h"
+	fi
+}
+
+# on_fabric CMD...: runs CMD attached to the fabric whose DIR/env is
+# sourced, as the SM's HCA: like ibmcast-sim diag without the launcher in
+# between (which matters when a watcher must start polling at once).
+on_fabric() {
+	LD_PRELOAD=$IBMCAST_SIM_PRELOAD SIM_HOST=$IBMCAST_SIM_HOST \
+		IBSIM_SOCKNAME=$IBSIM_SOCKNAME "$@"
+}

@@ -54,25 +54,6 @@ stop_watchers() {
 }
 at_exit stop_watchers
 
-expand() {
-	local h=$1 r a b pre parts
-	if [[ $h =~ ^([a-z]+)\[([0-9,-]+)\]$ ]]; then
-		pre=${BASH_REMATCH[1]}
-		IFS=, read -ra parts <<< "${BASH_REMATCH[2]}"
-		for r in "${parts[@]}"; do
-			a=${r%-*} b=${r#*-}
-			seq -f "$pre%g" "$a" "$b"
-		done
-	else
-		echo "$h"
-	fi
-}
-
-on_fabric() {
-	LD_PRELOAD=$IBMCAST_SIM_PRELOAD SIM_HOST=$IBMCAST_SIM_HOST \
-		IBSIM_SOCKNAME=$IBSIM_SOCKNAME "$@"
-}
-
 # mlids_of REPLY: the comma list of a reserve reply's MLIDs, without a
 # fork: the watcher should start polling as soon as the reply is in.
 mlids_of() {
@@ -92,7 +73,7 @@ start_watcher() {
 	rm -f "$tmp/fifo.$k" "$tmp/w.$k" "$tmp/w.$k.err"
 	mkfifo "$tmp/fifo.$k"
 	on_fabric "$WATCH" watch --mlids-from-stdin --interval-us 0 \
-		--timeout-ms 30000 --nodes "$(expand "$2" | paste -sd,)" \
+		--timeout-ms 30000 --nodes "$(hostlist_expand "$2" | paste -sd,)" \
 		< "$tmp/fifo.$k" > "$tmp/w.$k" 2> "$tmp/w.$k.err" &
 	WPID[$k]=$!
 	WATCHERS+=($!)

@@ -26,28 +26,6 @@ at_exit "rm -rf '$tmp'"
 # umad2sim leaves a sys-PID directory in the working directory.
 cd "$tmp" || bail_out "cd $tmp"
 
-# expand HOSTLIST: node names one per line (node[1,3-5] and nodeN forms).
-expand() {
-	local h=$1 r a b
-	if [[ $h =~ ^([a-z]+)\[([0-9,-]+)\]$ ]]; then
-		local pre=${BASH_REMATCH[1]}
-		IFS=, read -ra parts <<< "${BASH_REMATCH[2]}"
-		for r in "${parts[@]}"; do
-			a=${r%-*} b=${r#*-}
-			seq -f "$pre%g" "$a" "$b"
-		done
-	else
-		echo "$h"
-	fi
-}
-
-# watch_env CMD...: runs CMD attached to the fabric as the SM's HCA, like
-# ibmcast-sim diag but without the launcher in between.
-watch_env() {
-	LD_PRELOAD=$IBMCAST_SIM_PRELOAD SIM_HOST=$IBMCAST_SIM_HOST \
-		IBSIM_SOCKNAME=$IBSIM_SOCKNAME "$@"
-}
-
 # The fabric as ibnetdiscover and ibroute -M see it (tests/lib.sh).
 topology() { fabric_topology "$SIM_DIR"; }
 mft_rows() { fabric_mft_rows "$SIM_DIR" "$tmp/topo"; }
@@ -84,8 +62,8 @@ USED_MLIDS=
 # check_job JOB HOSTLIST GROUPS: reserve, wait, and CHECKS assertions.
 check_job() {
 	local job=$1 hl=$2 ng=$3 want n r w reach bad mlids g mlid i mg
-	want=$(expand "$hl" | sort | paste -sd' ')
-	n=$(expand "$hl" | wc -l)
+	want=$(hostlist_expand "$hl" | sort | paste -sd' ')
+	n=$(hostlist_expand "$hl" | wc -l)
 	diag "job $job: $hl ($n nodes), $ng groups"
 	# OpenSM builds no tree for a single member port: no switch holds
 	# the MLID, its packets never leave the HCA.
@@ -129,7 +107,7 @@ check_job() {
 
 	# mftwatch: one read of every group's MLID.
 	# shellcheck disable=SC2046
-	reach=$(watch_env "$WATCH" reach $(printf -- '--mlid %s ' $mlids) \
+	reach=$(on_fabric "$WATCH" reach $(printf -- '--mlid %s ' $mlids) \
 		2> "$tmp/err")
 	[ -n "$reach" ] || diag "mftwatch reach: $(cat "$tmp/err")"
 	echo "$reach" > "$tmp/reach.$job"

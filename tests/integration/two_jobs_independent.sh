@@ -22,25 +22,6 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/ibmcast-two.XXXXXX")
 at_exit "rm -rf '$tmp'"
 cd "$tmp" || bail_out "cd $tmp"
 
-expand() {
-	local h=$1 r a b pre parts
-	if [[ $h =~ ^([a-z]+)\[([0-9,-]+)\]$ ]]; then
-		pre=${BASH_REMATCH[1]}
-		IFS=, read -ra parts <<< "${BASH_REMATCH[2]}"
-		for r in "${parts[@]}"; do
-			a=${r%-*} b=${r#*-}
-			seq -f "$pre%g" "$a" "$b"
-		done
-	else
-		echo "$h"
-	fi
-}
-
-on_fabric() {
-	LD_PRELOAD=$IBMCAST_SIM_PRELOAD SIM_HOST=$IBMCAST_SIM_HOST \
-		IBSIM_SOCKNAME=$IBSIM_SOCKNAME "$@"
-}
-
 wait_json() {
 	"$CTL" --json wait "$1" --timeout-ms "${2:-20000}" 2> "$tmp/err"
 }
@@ -83,7 +64,7 @@ pair() {
 		"$what: the two jobs' 8 groups have distinct MLIDs and MGIDs"
 
 	for j in "$a:$ha" "$b:$hb"; do
-		h=$(expand "${j#*:}" | sort | paste -sd,)
+		h=$(hostlist_expand "${j#*:}" | sort | paste -sd,)
 		reach_of "${j%%:*}" > "$tmp/reach.${j%%:*}"
 		bad=$(awk -F'\t' -v h="$h" '$2 != "true" || $3 != h' \
 			"$tmp/reach.${j%%:*}")
