@@ -41,40 +41,6 @@ static json_t *refuse(struct ibmc_plugin *p, const char *op, uint32_t job,
 				 (unsigned)uid);
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Sorted names joined by ',': equal node sets give equal strings. */
-static char *canonical(const struct ibmc_hostlist *hl)
-{
-	char **sorted = malloc(hl->count * sizeof(*sorted));
-	size_t len = 1, off = 0;
-	char *s = NULL;
-
-	if (!sorted)
-		return NULL;
-	memcpy(sorted, hl->names, hl->count * sizeof(*sorted));
-	qsort(sorted, hl->count, sizeof(*sorted), cmp_str);
-	for (size_t i = 0; i < hl->count; i++)
-		len += strlen(sorted[i]) + 1;
-	s = malloc(len);
-	if (s) {
-		for (size_t i = 0; i < hl->count; i++) {
-			size_t l = strlen(sorted[i]);
-
-			if (i)
-				s[off++] = ',';
-			memcpy(s + off, sorted[i], l);
-			off += l;
-		}
-		s[off] = '\0';
-	}
-	free(sorted);
-	return s;
-}
-
 static json_t *with_job(json_t *reply, const struct ibmc_job *j)
 {
 	json_t *jj = ibmc__job_to_json(j, ibmc__now_ns());
@@ -128,7 +94,7 @@ static json_t *op_reserve(struct ibmc_plugin *p, const struct ibmc_request *r,
 	if (ret)
 		return ibmc__reply_error(IBMC_ERR_INTERNAL,
 					 "nodes: %s", strerror(-ret));
-	canon = canonical(&hl);
+	canon = ibmc__nodes_canonical(hl.names, hl.count);
 	if (!canon)
 		goto nomem;
 

@@ -120,6 +120,39 @@ uint64_t ibmc__registry_next_generation(struct ibmc_registry *r)
 	return ++r->generation;
 }
 
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+char *ibmc__nodes_canonical(char *const *names, size_t count)
+{
+	char **sorted = malloc((count ? count : 1) * sizeof(*sorted));
+	size_t len = 1, off = 0;
+	char *s = NULL;
+
+	if (!sorted)
+		return NULL;
+	memcpy(sorted, names, count * sizeof(*sorted));
+	qsort(sorted, count, sizeof(*sorted), cmp_str);
+	for (size_t i = 0; i < count; i++)
+		len += strlen(sorted[i]) + 1;
+	s = malloc(len);
+	if (s) {
+		for (size_t i = 0; i < count; i++) {
+			size_t l = strlen(sorted[i]);
+
+			if (i)
+				s[off++] = ',';
+			memcpy(s + off, sorted[i], l);
+			off += l;
+		}
+		s[off] = '\0';
+	}
+	free(sorted);
+	return s;
+}
+
 void ibmc__job_free(struct ibmc_job *job)
 {
 	if (!job)

@@ -8,6 +8,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <jansson.h>
 
@@ -91,6 +92,9 @@ bool ibmc__registry_any_building(struct ibmc_registry *r);
 uint64_t ibmc__registry_next_generation(struct ibmc_registry *r);
 
 void ibmc__job_free(struct ibmc_job *job);
+/* The node set in one comparable form: names sorted and joined by ','
+ * (names itself is left as it is). malloc'd; NULL on ENOMEM. */
+char *ibmc__nodes_canonical(char *const *names, size_t count);
 /* The job object of docs/protocol.md; NULL on ENOMEM. */
 json_t *ibmc__job_to_json(const struct ibmc_job *job, uint64_t now_ns);
 

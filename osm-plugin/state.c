@@ -164,35 +164,6 @@ out:
 	return ret;
 }
 
-static int cmp_str(const void *a, const void *b)
-{
-	return strcmp(*(char *const *)a, *(char *const *)b);
-}
-
-/* Sorted names joined by ',', as ops.c compares node sets. */
-static char *canonical(char **names, size_t n)
-{
-	size_t len = 1, off = 0;
-	char *s;
-
-	qsort(names, n, sizeof(*names), cmp_str);
-	for (size_t i = 0; i < n; i++)
-		len += strlen(names[i]) + 1;
-	s = malloc(len);
-	if (!s)
-		return NULL;
-	for (size_t i = 0; i < n; i++) {
-		size_t l = strlen(names[i]);
-
-		if (i)
-			s[off++] = ',';
-		memcpy(s + off, names[i], l);
-		off += l;
-	}
-	s[off] = '\0';
-	return s;
-}
-
 /* A job awaiting its groups: same identity, MGIDs and lease as before. */
 static struct ibmc_job *job_from_json(struct ibmc_plugin *p, json_t *o,
 				      uint64_t mono_now, int64_t unix_now,
@@ -229,7 +200,7 @@ static struct ibmc_job *job_from_json(struct ibmc_plugin *p, json_t *o,
 	if (j) {
 		j->groups = calloc((size_t)ngroups, sizeof(*j->groups));
 		j->nodes = strdup(nodes);
-		j->canon = canonical(hl.names, hl.count);
+		j->canon = ibmc__nodes_canonical(hl.names, hl.count);
 	}
 	if (!j || !j->groups || !j->nodes || !j->canon) {
 		ibmc__job_free(j);
