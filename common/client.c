@@ -8,21 +8,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "common/auth.h"
 #include "common/client.h"
+#include "common/clock.h"
 #include "common/net.h"
 #include "common/proto.h"
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* What is left of the caller's bound; at least 1 ms so that an expired
  * deadline still reports a timeout rather than "no bound". */
@@ -32,7 +24,7 @@ static int remaining(int64_t deadline)
 
 	if (deadline < 0)
 		return -1;
-	d = deadline - now_ms();
+	d = deadline - ibmc__now_ms();
 	if (d < 1)
 		return 1;
 	return d > INT32_MAX ? INT32_MAX : (int)d;
@@ -77,7 +69,7 @@ int ibmc__client_call(const char *server, const char *munge_socket,
 		      const json_t *request, int timeout_ms, json_t **reply,
 		      char *detail, size_t detail_len)
 {
-	int64_t deadline = timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
+	int64_t deadline = timeout_ms < 0 ? -1 : ibmc__now_ms() + timeout_ms;
 	char where[400], *line = NULL, *answer = NULL;
 	struct ibmc_addr a;
 	json_error_t jerr;

@@ -16,18 +16,10 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/net.h"
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 /* Milliseconds left before deadline (-1: none), for poll(). */
 static int left_ms(int64_t deadline)
@@ -36,7 +28,7 @@ static int left_ms(int64_t deadline)
 
 	if (deadline < 0)
 		return -1;
-	d = deadline - now_ms();
+	d = deadline - ibmc__now_ms();
 	if (d <= 0)
 		return 0;
 	return d > INT32_MAX ? INT32_MAX : (int)d;
@@ -44,7 +36,7 @@ static int left_ms(int64_t deadline)
 
 static int64_t deadline_after(int timeout_ms)
 {
-	return timeout_ms < 0 ? -1 : now_ms() + timeout_ms;
+	return timeout_ms < 0 ? -1 : ibmc__now_ms() + timeout_ms;
 }
 
 /* --- addresses -------------------------------------------------------- */

@@ -7,7 +7,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "common/mgid.h"
 #include "registry.h"
@@ -25,14 +24,6 @@ const char *ibmc__state_name(enum ibmc_state s)
 		return "released";
 	}
 	return "unknown";
-}
-
-uint64_t ibmc__now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ULL + (uint64_t)ts.tv_nsec;
 }
 
 int ibmc__registry_init(struct ibmc_registry *r)

@@ -12,6 +12,8 @@
 #include <stdint.h>
 #include <jansson.h>
 
+#include "common/clock.h"
+
 enum ibmc_state {
 	IBMC_STATE_BUILDING,
 	IBMC_STATE_READY,
@@ -77,7 +79,6 @@ struct ibmc_registry {
 	uint64_t generation;    /* last one handed out */
 };
 
-uint64_t ibmc__now_ns(void); /* CLOCK_MONOTONIC */
 
 int ibmc__registry_init(struct ibmc_registry *r);
 void ibmc__registry_destroy(struct ibmc_registry *r);

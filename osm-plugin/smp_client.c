@@ -16,6 +16,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "osm-plugin/smp_client.h"
 
 #define SMPD_FD		3
@@ -42,18 +43,10 @@ struct ibmc_smp_client {
 	} rep;
 };
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* Reap the child, waiting at most wait_ms (< 0: until it is gone). */
 static bool reap(pid_t pid, int wait_ms)
 {
-	int64_t end = now_ms() + (wait_ms > 0 ? wait_ms : 0);
+	int64_t end = ibmc__now_ms() + (wait_ms > 0 ? wait_ms : 0);
 	struct timespec nap = { 0, 2 * 1000 * 1000 };
 	pid_t r;
 
@@ -62,7 +55,7 @@ static bool reap(pid_t pid, int wait_ms)
 		/* ECHILD: someone else reaped it (or SIGCHLD is ignored). */
 		if (r == pid || (r < 0 && errno != EINTR))
 			return true;
-		if (r == 0 && now_ms() >= end)
+		if (r == 0 && ibmc__now_ms() >= end)
 			return false;
 		if (r == 0)
 			nanosleep(&nap, NULL);
@@ -222,7 +215,7 @@ static int one_batch(struct ibmc_smp_client *c, struct ibmc_smp_result *res,
 	for (;;) {
 		struct pollfd p = { .fd = c->fd, .events = POLLIN };
 
-		left = deadline - now_ms();
+		left = deadline - ibmc__now_ms();
 		if (left <= 0)
 			return -ETIMEDOUT;
 		ret = poll(&p, 1, (int)left);
@@ -286,7 +279,7 @@ int ibmc__smp_read_mft(struct ibmc_smp_client *c,
 		return -EINVAL;
 	if (!n)
 		return 0;
-	deadline = now_ms() + timeout_ms;
+	deadline = ibmc__now_ms() + timeout_ms;
 	/* A reader dropped by an earlier call had that call's interval to
 	 * exit; do not spend this call's budget on it. */
 	reap_dying(c, 0);
