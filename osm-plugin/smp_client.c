@@ -33,14 +33,8 @@ struct ibmc_smp_client {
 	pid_t dying;		/* dropped reader not yet reaped, or 0 */
 	int fd;			/* -1 when no child */
 	uint32_t seq;
-	struct {
-		struct ibmc_smp_hdr hdr;
-		struct ibmc_smp_query q[IBMC_SMP_MAX_QUERIES];
-	} req;
-	struct {
-		struct ibmc_smp_hdr hdr;
-		struct ibmc_smp_result r[IBMC_SMP_MAX_QUERIES];
-	} rep;
+	struct ibmc_smp_request_msg req;
+	struct ibmc_smp_reply_msg rep;
 };
 
 /* Reap the child, waiting at most wait_ms (< 0: until it is gone). */

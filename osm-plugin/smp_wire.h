@@ -39,4 +39,16 @@ struct ibmc_smp_hdr {
 	uint32_t timeout_ms; /* request: per-SMP timeout; reply: 0 */
 };
 
+/* The largest messages, as both ends lay them out; a message carries only
+ * hdr.count entries. */
+struct ibmc_smp_request_msg {
+	struct ibmc_smp_hdr hdr;
+	struct ibmc_smp_query q[IBMC_SMP_MAX_QUERIES];
+};
+
+struct ibmc_smp_reply_msg {
+	struct ibmc_smp_hdr hdr;
+	struct ibmc_smp_result r[IBMC_SMP_MAX_QUERIES];
+};
+
 #endif

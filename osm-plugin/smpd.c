@@ -58,14 +58,8 @@ struct smpd {
 	void *umad;		/* one send/receive buffer */
 	size_t umad_len;
 	struct qslot slot[IBMC_SMP_MAX_QUERIES];
-	struct {
-		struct ibmc_smp_hdr hdr;
-		struct ibmc_smp_query q[IBMC_SMP_MAX_QUERIES];
-	} req;
-	struct {
-		struct ibmc_smp_hdr hdr;
-		struct ibmc_smp_result r[IBMC_SMP_MAX_QUERIES];
-	} rep;
+	struct ibmc_smp_request_msg req;
+	struct ibmc_smp_reply_msg rep;
 };
 
 /* Set by SIGTERM/SIGINT: leave through exit() so that umad2sim's
