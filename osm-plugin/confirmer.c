@@ -321,10 +321,6 @@ static bool qp0_idle(osm_opensm_t *osm)
 static int add_query(struct ibmc_confirmer *c, uint16_t lid, uint16_t block,
 		     uint8_t pos)
 {
-	for (size_t i = 0; i < c->nq; i++)
-		if (c->q[i].lid == lid && c->q[i].block == block &&
-		    c->q[i].position == pos)
-			return 0;
 	if (c->nq == c->qcap) {
 		size_t cap = c->qcap ? 2 * c->qcap : 256;
 		struct ibmc_smp_query *nq = realloc(c->q, cap * sizeof(*nq));
@@ -344,14 +340,54 @@ static int add_query(struct ibmc_confirmer *c, uint16_t lid, uint16_t block,
 	return 0;
 }
 
+/* Queries and results share the key (LID, block, position) and its
+ * order, so one comparison serves sorting the first and searching the
+ * second. */
+static unsigned long key(uint16_t lid, uint16_t block, uint8_t pos)
+{
+	return (unsigned long)lid << 24 | (unsigned long)block << 8 | pos;
+}
+
+static int cmp_query(const void *a, const void *b)
+{
+	const struct ibmc_smp_query *x = a, *y = b;
+	unsigned long kx = key(x->lid, x->block, x->position);
+	unsigned long ky = key(y->lid, y->block, y->position);
+
+	return kx < ky ? -1 : kx > ky;
+}
+
+/* Many groups share switches and 32-MLID blocks: read each block once. */
+static void sort_unique_queries(struct ibmc_confirmer *c)
+{
+	size_t out = 0;
+
+	qsort(c->q, c->nq, sizeof(*c->q), cmp_query);
+	for (size_t i = 0; i < c->nq; i++)
+		if (!out || cmp_query(&c->q[out - 1], &c->q[i]))
+			c->q[out++] = c->q[i];
+	c->nq = out;
+}
+
 static const struct ibmc_smp_result *find_result(struct ibmc_confirmer *c,
 						 uint16_t lid, uint16_t block,
 						 uint8_t pos)
 {
-	for (size_t i = 0; i < c->nq; i++)
-		if (c->res[i].lid == lid && c->res[i].block == block &&
-		    c->res[i].position == pos)
-			return &c->res[i];
+	unsigned long want = key(lid, block, pos);
+	size_t lo = 0, hi = c->nq;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct ibmc_smp_result *r = &c->res[mid];
+		unsigned long k = key(r->lid, r->block, r->position);
+
+		if (k == want)
+			return r;
+		if (k < want)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
 	return NULL;
 }
 
@@ -372,6 +408,7 @@ static void readback(struct ibmc_plugin *p, struct ibmc_confirmer *c)
 				if (add_query(c, it->tree[s].lid, block, pos))
 					return;
 	}
+	sort_unique_queries(c);
 	/* A group without a tree (one member) has nothing to read back. */
 	for (unsigned i = 0; i < c->nitems; i++)
 		if (c->items[i].sm_done && !c->items[i].ntree)
