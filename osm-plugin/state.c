@@ -230,6 +230,26 @@ static struct ibmc_job *job_from_json(struct ibmc_plugin *p, json_t *o,
 	return j;
 }
 
+/* Take a restored or mirrored job into the registry, unless it already
+ * holds that job: then only the lease is refreshed (if asked) and j is
+ * freed. Returns whether j was inserted. */
+static bool adopt(struct ibmc_plugin *p, struct ibmc_job *j,
+		  bool refresh_lease)
+{
+	struct ibmc_job *old;
+
+	pthread_mutex_lock(&p->reg.lock);
+	old = ibmc__registry_find(&p->reg, j->id);
+	if (!old)
+		ibmc__registry_insert(&p->reg, j);
+	else if (refresh_lease)
+		old->lease_end_ns = j->lease_end_ns;
+	pthread_mutex_unlock(&p->reg.lock);
+	if (old)
+		ibmc__job_free(j);
+	return !old;
+}
+
 /* Parse and check a state document; the jobs array on success. */
 static json_t *parse_doc(const char *path, json_t **doc, char *why,
 			 size_t wlen)
@@ -306,15 +326,7 @@ int ibmc__state_load(struct ibmc_plugin *p)
 				 "dropped: %s", path, i, why);
 			continue;
 		}
-		pthread_mutex_lock(&p->reg.lock);
-		if (ibmc__registry_find(&p->reg, j->id)) {
-			pthread_mutex_unlock(&p->reg.lock);
-			ibmc__job_free(j);
-			continue;
-		}
-		ibmc__registry_insert(&p->reg, j);
-		pthread_mutex_unlock(&p->reg.lock);
-		n++;
+		n += adopt(p, j, false);
 	}
 	json_decref(doc);
 	if (n) {
@@ -493,18 +505,7 @@ void ibmc__state_mirror_peer(struct ibmc_plugin *p, uint64_t now_ns)
 		json_decref(entry);
 		if (!j)
 			continue;
-		pthread_mutex_lock(&p->reg.lock);
-		if (ibmc__registry_find(&p->reg, j->id)) {
-			struct ibmc_job *old =
-				ibmc__registry_find(&p->reg, j->id);
-
-			old->lease_end_ns = j->lease_end_ns;
-			ibmc__job_free(j);
-		} else {
-			ibmc__registry_insert(&p->reg, j);
-			changed = true;
-		}
-		pthread_mutex_unlock(&p->reg.lock);
+		changed |= adopt(p, j, true);
 	}
 	json_decref(reply);
 	p->restore_pending = true;
