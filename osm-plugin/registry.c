@@ -96,16 +96,6 @@ struct ibmc_job *ibmc__registry_remove(struct ibmc_registry *r, uint32_t id)
 	return NULL;
 }
 
-bool ibmc__registry_any_building(struct ibmc_registry *r)
-{
-	struct ibmc_job *j;
-
-	for (j = r->jobs; j; j = j->next)
-		if (j->state == IBMC_STATE_BUILDING)
-			return true;
-	return false;
-}
-
 uint64_t ibmc__registry_next_generation(struct ibmc_registry *r)
 {
 	return ++r->generation;

@@ -88,7 +88,6 @@ struct ibmc_job *ibmc__registry_find(struct ibmc_registry *r, uint32_t id);
 void ibmc__registry_insert(struct ibmc_registry *r, struct ibmc_job *job);
 /* Unlinks and returns the job (caller frees), or NULL. */
 struct ibmc_job *ibmc__registry_remove(struct ibmc_registry *r, uint32_t id);
-bool ibmc__registry_any_building(struct ibmc_registry *r);
 /* A fresh generation for a job whose groups were (re)built. */
 uint64_t ibmc__registry_next_generation(struct ibmc_registry *r);
 
