@@ -362,6 +362,8 @@ static void sort_unique_queries(struct ibmc_confirmer *c)
 {
 	size_t out = 0;
 
+	if (!c->nq)
+		return; /* c->q may still be NULL: qsort wants an array */
 	qsort(c->q, c->nq, sizeof(*c->q), cmp_query);
 	for (size_t i = 0; i < c->nq; i++)
 		if (!out || cmp_query(&c->q[out - 1], &c->q[i]))
