@@ -1,0 +1,125 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * ibmcast.h - the job library's public API (libibmcast).
+ *
+ * A process of a job creates one context from the IBMCAST_* variables the
+ * Slurm plugin exported (or the simulated fabric's env file) and a bootstrap
+ * exchange it provides; communicators then take a multicast group from the
+ * job's SM-prepared pool at once: no SA join, no multicast testing, no
+ * waiting. Collectives fall back to point-to-point whenever multicast is not
+ * usable, so no call fails because of the fabric's multicast state.
+ *
+ * Conventions: opaque handles, ibmc_ prefix, functions return 0 or -errno.
+ * Calls on one communicator are not thread safe (like MPI_THREAD_SERIALIZED);
+ * different contexts may be used from different threads.
+ *
+ * See ibmcast(3), ibmc_init(3), ibmc_comm_create(3), ibmc_bcast(3).
+ */
+#ifndef IBMCAST_IBMCAST_H
+#define IBMCAST_IBMCAST_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define IBMC_VERSION_STRING "0.1.0"
+
+typedef struct ibmc_context ibmc_context_t;
+typedef struct ibmc_comm ibmc_comm_t;
+
+/*
+ * The bootstrap exchange: a collective the caller already has (MPI:
+ * PMPI_Allgather over MPI_COMM_WORLD; a plain program under srun:
+ * ibmc_bootstrap_pmi2()). allgather() gathers len bytes from every rank into
+ * out (size * len bytes, in rank order) and returns 0 or -errno. It is called
+ * collectively, only from ibmc_init() and ibmc_comm_create().
+ */
+typedef struct ibmc_bootstrap {
+	int rank;	/* this process, 0 .. size-1 */
+	int size;	/* processes in the job */
+	int (*allgather)(void *arg, const void *in, void *out, size_t len);
+	void *arg;
+} ibmc_bootstrap_t;
+
+/*
+ * Fills *bs from Slurm's PMI2 (PMI2_Init, KVS put/fence/get). For programs
+ * started by srun --mpi=pmi2 without MPI. -ENOSYS when libibmcast was built
+ * without libpmi2, -EIO when PMI2 is not reachable. Undo with
+ * ibmc_bootstrap_pmi2_fini() after ibmc_finalize().
+ */
+int ibmc_bootstrap_pmi2(ibmc_bootstrap_t *bs);
+void ibmc_bootstrap_pmi2_fini(ibmc_bootstrap_t *bs);
+
+/*
+ * Creates the job's context: reads IBMCAST_* (see ibmcast(7)), opens the
+ * transport (IBMCAST_TRANSPORT: sim, verbs, or loopback; default: sim when
+ * IBMCAST_SIM_DATAPLANE is set, else verbs) and exchanges endpoint addresses
+ * through bs. Collective over the bootstrap's ranks. A job without usable
+ * multicast (state not "ready", no groups) still gets a context; its
+ * communicators use point-to-point (see ibmc_comm_mcast_state()).
+ */
+int ibmc_init(const ibmc_bootstrap_t *bs, ibmc_context_t **ctx);
+int ibmc_finalize(ibmc_context_t *ctx);
+
+/* This process's rank and the job size, as the bootstrap gave them. */
+int ibmc_context_rank(const ibmc_context_t *ctx);
+int ibmc_context_size(const ibmc_context_t *ctx);
+
+/*
+ * Creates a communicator over the context's ranks listed in ranks[0..n-1]
+ * (all ranks, in order, when ranks is NULL). Collective over those ranks
+ * (the others do not call it). Takes the next free group of the job's pool,
+ * the same one on every member since all create communicators in the same
+ * order. Never joins, tests or waits for the fabric.
+ */
+int ibmc_comm_create(ibmc_context_t *ctx, const int *ranks, int n,
+		     ibmc_comm_t **comm);
+int ibmc_comm_free(ibmc_comm_t *comm);
+int ibmc_comm_rank(const ibmc_comm_t *comm);
+int ibmc_comm_size(const ibmc_comm_t *comm);
+
+/*
+ * Whether the communicator may multicast: 0 when it holds a ready group,
+ * else -errno with *why (may be NULL) set to a static explanation
+ * ("job state is unavailable: ...", "pool exhausted", "transport has no
+ * multicast", ...).
+ */
+int ibmc_comm_mcast_state(const ibmc_comm_t *comm, const char **why);
+
+/*
+ * Broadcast len bytes (0 .. 2^32-1) from root's buf to every member's buf.
+ * Blocking. Algorithm: IBMCAST_BCAST_ALGO or ibmc_comm_set_bcast_algo();
+ * "auto" picks multicast when the communicator may multicast and the size is
+ * worth it, else a point-to-point tree. See ibmc_bcast(3) for when the root's
+ * call returns and what that guarantees.
+ */
+int ibmc_bcast(ibmc_comm_t *comm, void *buf, size_t len, int root);
+
+/* Algorithm names: "auto", "mcast", "binomial", "postal". -EINVAL else. */
+int ibmc_comm_set_bcast_algo(ibmc_comm_t *comm, const char *name);
+/* The algorithm the last ibmc_bcast on comm used ("mcast", ...). */
+const char *ibmc_comm_last_bcast_algo(const ibmc_comm_t *comm);
+
+/* Counters of one communicator (monotonic since creation). */
+typedef struct ibmc_comm_stats {
+	uint64_t bcasts;		/* completed broadcasts */
+	uint64_t mcast_bcasts;		/* ... of which over multicast */
+	uint64_t packets_sent;		/* data + control, all kinds */
+	uint64_t bytes_sent;		/* payload bytes this rank sent */
+	uint64_t retransmits;		/* data fragments sent again */
+	uint64_t repairs;		/* fragments an inner node re-sent */
+	uint64_t timeouts;		/* ack timers that expired */
+	uint64_t duplicates;		/* data fragments received twice */
+} ibmc_comm_stats_t;
+int ibmc_comm_get_stats(const ibmc_comm_t *comm, ibmc_comm_stats_t *st);
+
+/* Human text for an ibmc_* return value (static string). */
+const char *ibmc_strerror(int err);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* IBMCAST_IBMCAST_H */

@@ -1,0 +1,111 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * transport.h - how libjob's protocols reach the fabric.
+ *
+ * Reliability never depends on the transport: the collectives (bcast.c,
+ * p2p.c) speak only through this ops table, which offers exactly what a UD
+ * queue pair offers: unreliable datagrams up to mtu bytes to a peer or to an
+ * attached multicast group, and a receive queue. Implementations:
+ *   sim      - the simulated fabric's data plane daemon (tr_sim.c)
+ *   verbs    - real hardware: UD QP, ibv_attach_mcast, AHs (tr_verbs.c)
+ *   loopback - in-process, for deterministic protocol tests with injected
+ *              loss, duplication and reordering (tr_loopback.c)
+ *
+ * One transport instance per context (one QP per process); every
+ * communicator of the context shares it, and the protocol header carries the
+ * communicator and sender so that receivers demultiplex.
+ */
+#ifndef IBMCAST_LIBJOB_TRANSPORT_H
+#define IBMCAST_LIBJOB_TRANSPORT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+/* An endpoint address as exchanged through the bootstrap: opaque to all but
+ * its transport (sim/verbs: LID, QPN, GID; loopback: hub slot). */
+#define IBMC_TR_ADDR_LEN 32
+struct ibmc_tr_addr {
+	uint8_t bytes[IBMC_TR_ADDR_LEN];
+};
+
+/* One multicast group of the job's pool, as IBMCAST_GROUPS describes it. */
+struct ibmc_tr_group {
+	uint8_t mgid[16];
+	uint16_t mlid;
+	uint16_t pkey;
+	uint32_t qkey;
+	uint32_t mtu;		/* bytes */
+};
+
+/* What a transport is opened with (from the environment, see context.c). */
+struct ibmc_tr_config {
+	const char *node;	/* this node's name (IBMCAST_NODE) */
+	uint32_t qkey;		/* the job's Q_Key (0: transport default) */
+	const char *sim_socket;	/* sim: $IBMCAST_SIM_DATAPLANE */
+	const char *device;	/* verbs: HCA name or NULL for the first */
+	int port;		/* verbs: port number, 0 = 1 */
+	const char *hub;	/* loopback: hub name shared by the ranks */
+	int rank, size;		/* loopback: slot in the hub */
+};
+
+/* A received datagram. data stays valid until the next recv on the same
+ * transport. */
+struct ibmc_tr_pkt {
+	const void *data;
+	size_t len;
+	int is_mcast;
+};
+
+struct ibmc_tr;	/* a transport instance; each implementation defines it */
+
+struct ibmc_tr_ops {
+	const char *name;
+	int (*open)(const struct ibmc_tr_config *cfg, struct ibmc_tr **tr);
+	void (*close)(struct ibmc_tr *tr);
+	int (*local_addr)(struct ibmc_tr *tr, struct ibmc_tr_addr *addr);
+	/* Largest datagram (header included) to a peer / to a group. */
+	size_t (*mtu)(struct ibmc_tr *tr);
+	/* Resolve a peer's address once (an AH on verbs): >= 0 handle or -errno. */
+	int (*peer_add)(struct ibmc_tr *tr, const struct ibmc_tr_addr *addr);
+	int (*send)(struct ibmc_tr *tr, int peer, const struct iovec *iov,
+		    int iovcnt);
+	/* 0 when the transport can multicast at all, -ENOTSUP if not. */
+	int (*mcast_supported)(struct ibmc_tr *tr);
+	/* Attach the QP to a group: >= 0 group handle or -errno. Local only;
+	 * never an SA join. */
+	int (*mcast_attach)(struct ibmc_tr *tr, const struct ibmc_tr_group *g);
+	int (*mcast_detach)(struct ibmc_tr *tr, int group);
+	int (*mcast_send)(struct ibmc_tr *tr, int group,
+			  const struct iovec *iov, int iovcnt);
+	/* Wait up to timeout_ms (0: poll, -1: forever) for one datagram:
+	 * 0 and *pkt filled, -ETIMEDOUT when none came, other -errno on a dead
+	 * transport. */
+	int (*recv)(struct ibmc_tr *tr, struct ibmc_tr_pkt *pkt, int timeout_ms);
+};
+
+extern const struct ibmc_tr_ops ibmc__tr_sim_ops;
+extern const struct ibmc_tr_ops ibmc__tr_loopback_ops;
+#ifdef IBMC_HAVE_VERBS
+extern const struct ibmc_tr_ops ibmc__tr_verbs_ops;
+#endif
+
+/* The ops table by name ("sim", "verbs", "loopback"), or NULL. */
+const struct ibmc_tr_ops *ibmc__tr_find(const char *name);
+
+/*
+ * Loopback fault injection, for tests: applied to every datagram of the hub
+ * (probabilities in parts per million; seed makes a run reproducible).
+ * Set before or while the ranks run; affects later datagrams.
+ */
+struct ibmc_loopback_faults {
+	uint32_t loss_ppm;
+	uint32_t dup_ppm;
+	uint32_t reorder_ppm;	/* held back and delivered after the next one */
+	uint32_t mcast_broken;	/* 1: multicast datagrams are all lost */
+	uint64_t seed;
+};
+int ibmc__loopback_set_faults(const char *hub,
+			      const struct ibmc_loopback_faults *f);
+
+#endif /* IBMCAST_LIBJOB_TRANSPORT_H */
