@@ -54,6 +54,19 @@ int ibmc_bootstrap_pmi2(ibmc_bootstrap_t *bs);
 void ibmc_bootstrap_pmi2_fini(ibmc_bootstrap_t *bs);
 
 /*
+ * Fills *bs from ibmcast-run(1), the launcher for programs on the simulated
+ * fabric without Slurm: IBMCAST_BOOTSTRAP (unix:/path of its rendezvous
+ * socket), IBMCAST_RANK, IBMCAST_SIZE. -ENOENT when they are not set.
+ */
+int ibmc_bootstrap_sock(ibmc_bootstrap_t *bs);
+void ibmc_bootstrap_sock_fini(ibmc_bootstrap_t *bs);
+
+/* The first of sock (IBMCAST_BOOTSTRAP set) and pmi2 (under srun) that
+ * applies; -ENOENT when neither does. Undo with ibmc_bootstrap_fini(). */
+int ibmc_bootstrap_default(ibmc_bootstrap_t *bs);
+void ibmc_bootstrap_fini(ibmc_bootstrap_t *bs);
+
+/*
  * Creates the job's context: reads IBMCAST_* (see ibmcast(7)), opens the
  * transport (IBMCAST_TRANSPORT: sim, verbs, or loopback; default: sim when
  * IBMCAST_SIM_DATAPLANE is set, else verbs) and exchanges endpoint addresses
