@@ -1,0 +1,223 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# Sourced after tests/lib.sh: a real Slurm cluster on one machine (munged,
+# slurmctld and one `slurmd -N nodeK` per node, all on loopback with free
+# ports and their own slurm.conf), stopped at exit even when a test fails.
+#
+# Usage:  slurm_need              skip unless Slurm's daemons are installed
+#         slurm_up N [PLUGSTACK]  start node[1-N]; PLUGSTACK is the text of
+#                                 plugstack.conf (default: none). Uses the
+#                                 fabric's munged when IBMCAST_MUNGE_SOCKET
+#                                 is set (. $SIM_DIR/env first), else its own.
+#         slurm_down              stop everything slurm_up started
+#         slurm_plugstack TEXT    rewrite plugstack.conf (read by each new
+#                                 srun/sbatch and slurmstepd)
+#         slurm_job_state JOBID   COMPLETED, FAILED, ... (scontrol)
+#         slurm_wait_job JOBID S  wait up to S seconds for the job to end
+#         slurm_logs              every daemon log, for diag
+# Sets SLURM_DIR and exports SLURM_CONF for srun, sbatch, squeue, scontrol.
+
+# shellcheck shell=bash disable=SC2034
+
+SLURM_DIR=
+_slurm_pids=()
+_slurm_ports=()
+
+slurm_need() {
+	local c
+	for c in slurmctld slurmd srun sbatch squeue scontrol munged; do
+		command -v "$c" > /dev/null 2>&1 ||
+			skip_all "$c not installed (Debian packages slurmctld slurmd slurm-client munge)"
+	done
+	[ "$(id -u)" = 0 ] ||
+		skip_all "slurmd must run as root to launch tasks"
+}
+
+# A TCP port nobody listens on (checked in /proc/net/tcp{,6}) and not
+# handed out before in this test.
+_slurm_free_port() {
+	local p hex i
+	for ((i = 0; i < 200; i++)); do
+		p=$((20000 + RANDOM % 40000))
+		[[ " ${_slurm_ports[*]} " == *" $p "* ]] && continue
+		hex=$(printf ':%04X ' "$p")
+		grep -q "$hex" /proc/net/tcp /proc/net/tcp6 2> /dev/null &&
+			continue
+		_slurm_ports+=("$p")
+		echo "$p"
+		return 0
+	done
+	return 1
+}
+
+_slurm_start_munged() {
+	local m=$SLURM_DIR/munge
+	mkdir -p "$m" && chmod 755 "$m"
+	if command -v mungekey > /dev/null 2>&1; then
+		mungekey --create --keyfile="$m/munge.key" 2> /dev/null
+	else
+		(umask 077 && head -c 1024 /dev/urandom > "$m/munge.key")
+	fi
+	chmod 600 "$m/munge.key"
+	munged --socket="$m/munge.sock" --key-file="$m/munge.key" \
+		--pid-file="$m/munged.pid" --seed-file="$m/munged.seed" \
+		--log-file="$m/munged.log" 2> "$m/munged.err" ||
+		{ diag "munged failed: $(cat "$m/munged.err")"; return 1; }
+	wait_until 10 test -s "$m/munged.pid" || return 1
+	_slurm_pids+=("munged:$(cat "$m/munged.pid")")
+	SLURM_MUNGE_SOCKET=$m/munge.sock
+}
+
+_slurm_write_conf() {
+	local n=$1 ctl=$2 k
+	cat > "$SLURM_DIR/slurm.conf" <<EOF
+# Written by tests/lib-slurm.sh for one test.
+ClusterName=ibmctest$$
+SlurmctldHost=localhost
+SlurmctldPort=$ctl
+SlurmdPort=${_slurm_node_port[1]}
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+AuthInfo=socket=$SLURM_MUNGE_SOCKET
+CredType=cred/munge
+StateSaveLocation=$SLURM_DIR/state
+SlurmdSpoolDir=$SLURM_DIR/spool/%n
+SlurmctldPidFile=$SLURM_DIR/slurmctld.pid
+SlurmdPidFile=$SLURM_DIR/spool/slurmd.%n.pid
+SlurmctldLogFile=$SLURM_DIR/log/slurmctld.log
+SlurmdLogFile=$SLURM_DIR/log/slurmd.%n.log
+PlugStackConfig=$SLURM_DIR/plugstack.conf
+PrologFlags=Alloc
+ProctrackType=proctrack/pgid
+TaskPlugin=task/none
+SwitchType=switch/none
+MpiDefault=none
+SchedulerType=sched/builtin
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+SlurmdParameters=config_overrides
+JobCompType=jobcomp/none
+AccountingStorageType=accounting_storage/none
+JobAcctGatherType=jobacct_gather/none
+MailProg=/bin/true
+ReturnToService=2
+KillWait=2
+MessageTimeout=20
+SlurmctldDebug=info
+SlurmdDebug=debug
+EOF
+	for ((k = 1; k <= n; k++)); do
+		echo "NodeName=node$k NodeHostname=localhost Port=${_slurm_node_port[k]} CPUs=2 Sockets=1 CoresPerSocket=2 ThreadsPerCore=1"
+	done >> "$SLURM_DIR/slurm.conf"
+	echo "PartitionName=test Nodes=node[1-$n] Default=YES MaxTime=INFINITE State=UP" \
+		>> "$SLURM_DIR/slurm.conf"
+}
+
+slurm_plugstack() {
+	printf '%s\n' "$1" > "$SLURM_DIR/plugstack.conf"
+}
+
+slurm_logs() {
+	local f
+	for f in "$SLURM_DIR"/log/*.log; do
+		[ -e "$f" ] || continue
+		echo "==== $f"
+		tail -n 60 "$f"
+	done
+}
+
+_slurm_alive() {
+	kill -0 "$1" 2> /dev/null &&
+		! grep -q '^State:[[:space:]]*Z' "/proc/$1/status" 2> /dev/null
+}
+
+slurm_down() {
+	local i e name pid
+	[ -n "$SLURM_DIR" ] || return 0
+	# Last started first: slurmds, then slurmctld, then munged.
+	for ((i = ${#_slurm_pids[@]} - 1; i >= 0; i--)); do
+		e=${_slurm_pids[i]}
+		name=${e%%:*} pid=${e#*:}
+		_slurm_alive "$pid" || continue
+		kill "$pid" 2> /dev/null
+		wait_until 15 eval "! _slurm_alive $pid" ||
+			{ diag "$name ($pid) ignored SIGTERM; killing"; kill -9 "$pid" 2> /dev/null; }
+	done
+	_slurm_pids=()
+	# slurmstepds outlive a killed slurmd; they name our spool dir.
+	for pid in $(pgrep -f "slurmstepd" 2> /dev/null); do
+		tr '\0' '\n' 2> /dev/null < "/proc/$pid/environ" |
+			grep -qx "SLURM_CONF=$SLURM_DIR/slurm.conf" &&
+			kill -9 "$pid" 2> /dev/null
+	done
+	if [ -n "${IBMCAST_KEEP_TMP:-}" ]; then
+		diag "kept $SLURM_DIR (IBMCAST_KEEP_TMP is set)"
+	else
+		rm -rf "$SLURM_DIR"
+	fi
+	SLURM_DIR=
+}
+
+# slurm_up N [PLUGSTACK]: node[1-N] up and idle, or returns 1 with the
+# logs as diag.
+slurm_up() {
+	local n=$1 ctl k pid
+	SLURM_DIR=$(mktemp -d "${TMPDIR:-/tmp}/ibmcast-slurm.XXXXXX") ||
+		bail_out "mktemp failed"
+	chmod 755 "$SLURM_DIR"
+	at_exit slurm_down
+	mkdir -p "$SLURM_DIR/state" "$SLURM_DIR/log" "$SLURM_DIR/spool"
+	export SLURM_CONF=$SLURM_DIR/slurm.conf
+	slurm_plugstack "${2:-}"
+	SLURM_MUNGE_SOCKET=${IBMCAST_MUNGE_SOCKET:-}
+	if [ -z "$SLURM_MUNGE_SOCKET" ]; then
+		_slurm_start_munged || return 1
+	fi
+	ctl=$(_slurm_free_port) || return 1
+	declare -ga _slurm_node_port=()
+	for ((k = 1; k <= n; k++)); do
+		_slurm_node_port[k]=$(_slurm_free_port) || return 1
+	done
+	_slurm_write_conf "$n" "$ctl"
+	diag "slurm: slurmctld on port $ctl, node[1-$n] on ports ${_slurm_node_port[*]}"
+	slurmctld -c -i -f "$SLURM_CONF" 2> "$SLURM_DIR/log/slurmctld.err" ||
+		{ diag "slurmctld failed: $(cat "$SLURM_DIR/log/slurmctld.err")"; return 1; }
+	wait_until 20 test -s "$SLURM_DIR/slurmctld.pid" ||
+		{ diag "slurmctld wrote no pid file"; slurm_logs | diag; return 1; }
+	_slurm_pids+=("slurmctld:$(cat "$SLURM_DIR/slurmctld.pid")")
+	for ((k = 1; k <= n; k++)); do
+		mkdir -p "$SLURM_DIR/spool/node$k"
+		slurmd -f "$SLURM_CONF" -N "node$k" \
+			2> "$SLURM_DIR/log/slurmd.node$k.err" ||
+			{ diag "slurmd -N node$k failed: $(cat "$SLURM_DIR/log/slurmd.node$k.err")"; return 1; }
+		wait_until 20 test -s "$SLURM_DIR/spool/slurmd.node$k.pid" ||
+			{ diag "slurmd node$k wrote no pid file"; return 1; }
+		pid=$(cat "$SLURM_DIR/spool/slurmd.node$k.pid")
+		_slurm_pids+=("slurmd-node$k:$pid")
+	done
+	# Every node idle (not unknown, down or drained) before any job.
+	if ! wait_until 60 _slurm_all_idle "$n"; then
+		diag "nodes not idle after 60 s: $(sinfo -h -N -o '%N %T' 2>&1 | paste -sd' ')"
+		slurm_logs | diag
+		return 1
+	fi
+}
+
+_slurm_all_idle() {
+	[ "$(sinfo -h -N -t idle -o '%N' 2> /dev/null | sort -u | wc -l)" = "$1" ]
+}
+
+slurm_job_state() {
+	scontrol show job "$1" 2> /dev/null |
+		sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p'
+}
+
+_slurm_job_done() {
+	case $(slurm_job_state "$1") in
+	PENDING | RUNNING | CONFIGURING | COMPLETING | SUSPENDED | "") return 1 ;;
+	esac
+}
+
+slurm_wait_job() {
+	wait_until "$2" _slurm_job_done "$1"
+}
