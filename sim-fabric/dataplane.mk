@@ -1,2 +1,21 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Included by Makefile.am (one fragment per part, so parts are edited apart).
+
+# --- the simulated fabric's data plane daemon and its client ----------------
+if BUILD_OSM_PLUGIN
+bin_PROGRAMS += sim-fabric/ibmcast-dataplane
+sim_fabric_ibmcast_dataplane_SOURCES = \
+	sim-fabric/dataplane.h sim-fabric/dataplane_wire.h \
+	sim-fabric/dataplane_main.c sim-fabric/dataplane_ctlcli.c \
+	sim-fabric/dataplane_mad.c sim-fabric/dataplane_tables.c \
+	sim-fabric/dataplane_fwd.c sim-fabric/dataplane_ep.c \
+	sim-fabric/dataplane_ctl.c sim-fabric/dataplane_sa.c \
+	sim-fabric/fabric_model.c sim-fabric/fabric_model.h
+sim_fabric_ibmcast_dataplane_LDADD = common/libibmcast_common.la \
+	$(JANSSON_LIBS) -libnetdisc -libumad -libmad
+
+# The endpoint test tool the dataplane_*.sh tests drive.
+check_PROGRAMS += tests/dataplane/dp_tool
+tests_dataplane_dp_tool_SOURCES = tests/dataplane/dp_tool.c \
+	sim-fabric/dp_client.c sim-fabric/dp_client.h
+endif

@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * dp_client.h - an endpoint of the simulated data plane (one UD QP): connect
+ * and HELLO, attach/detach, proxy joins, sends and receives. Used by libjob's
+ * sim transport and by the data plane's tests. Not thread-safe: one user at
+ * a time per endpoint.
+ */
+#ifndef IBMCAST_DP_CLIENT_H
+#define IBMCAST_DP_CLIENT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include "sim-fabric/dataplane_wire.h"
+
+struct ibmc_dp;
+
+/* Connect to the daemon's socket (NULL: $IBMCAST_SIM_DATAPLANE) as a QP on
+ * node's HCA with Q_Key qkey (0: accept any). 0 or -errno; the daemon's
+ * refusal (unknown node: -ENOENT) is returned as is. */
+int ibmc__dp_open(const char *path, const char *node, uint32_t qkey,
+		  struct ibmc_dp **out);
+void ibmc__dp_close(struct ibmc_dp *dp);
+const struct ibmc_dp_hello_ok *ibmc__dp_self(const struct ibmc_dp *dp);
+int ibmc__dp_fd(const struct ibmc_dp *dp);
+
+/* Like ibv_attach_mcast/ibv_detach_mcast: local, no SA. 0 or -errno. */
+int ibmc__dp_attach(struct ibmc_dp *dp, const uint8_t mgid[16],
+		    uint16_t mlid);
+int ibmc__dp_detach(struct ibmc_dp *dp, const uint8_t mgid[16],
+		    uint16_t mlid);
+
+/* SA proxy: a real MCMemberRecord join/leave for this port. */
+int ibmc__dp_join(struct ibmc_dp *dp, const struct ibmc_dp_join *j,
+		  struct ibmc_dp_join_ok *ok);
+int ibmc__dp_leave(struct ibmc_dp *dp, const struct ibmc_dp_join *j);
+
+/* Fire and forget, as on a UD QP. qkey 0: the QP's own. 0 or -errno
+ * (-EMSGSIZE over the MTU, -EPIPE when the daemon is gone). */
+int ibmc__dp_send_uc(struct ibmc_dp *dp, uint16_t dlid, uint32_t dqpn,
+		     uint32_t qkey, const struct iovec *iov, int iovcnt);
+int ibmc__dp_send_mc(struct ibmc_dp *dp, const uint8_t mgid[16],
+		     uint16_t mlid, uint32_t qkey, const struct iovec *iov,
+		     int iovcnt);
+
+/* Wait up to timeout_ms (-1 forever, 0 poll) for one packet: 0 with *hdr,
+ * *data (valid until the next call on dp) and *len filled; -ETIMEDOUT;
+ * -EPIPE when the daemon is gone. */
+int ibmc__dp_recv(struct ibmc_dp *dp, struct ibmc_dp_recv *hdr,
+		  const void **data, size_t *len, int timeout_ms);
+
+/* Errors the daemon sent for sends (malformed, over the MTU), since open. */
+unsigned long ibmc__dp_errors(const struct ibmc_dp *dp);
+
+#endif
