@@ -63,7 +63,7 @@ int spank_job_prolog(spank_t sp, const struct spank_conf *c)
 	uint32_t job;
 	int rc;
 
-	if (spank_option_job_groups(sp, &jw.groups)) {
+	if (spank_option_job_groups(sp, c, &jw.groups)) {
 		spank_err("prolog", "the job's --ibmcast value is invalid; "
 			  "no multicast pool");
 		return 0;
@@ -141,7 +141,7 @@ int spank_job_epilog(spank_t sp, const struct spank_conf *c)
 	if (!spank_marker_get_job(c->statedir, e.node, e.job, &jw)) {
 		mine = !spank_first_node(jw.nodes, first, sizeof(first)) &&
 		       !strcmp(first, e.node);
-	} else if (!spank_option_job_groups(sp, &groups) && groups) {
+	} else if (!spank_option_job_groups(sp, c, &groups) && groups) {
 		/* No note (the prolog could not write it): fall back to
 		 * what the epilog itself is told. */
 		nodes = getenv("SLURM_NODELIST");

@@ -61,10 +61,13 @@ unsigned spank_option_groups(void)
 	return groups_given;
 }
 
-int spank_option_job_groups(spank_t sp, unsigned *groups)
+int spank_option_job_groups(spank_t sp, const struct spank_conf *conf,
+			    unsigned *groups)
 {
 	char *arg = NULL;
 
+	/* No init callback runs before the prolog and epilog. */
+	oconf = conf;
 	*groups = 0;
 	if (spank_option_getopt(sp, &opt_ibmcast, &arg) != ESPANK_SUCCESS)
 		return 0;

@@ -18,6 +18,7 @@ unsigned spank_option_groups(void);
 /* In the prolog and epilog: the groups the allocating command asked for
  * (0: none), read from the job's SPANK environment. Returns 0, or -EINVAL
  * when the value there is malformed. */
-int spank_option_job_groups(spank_t sp, unsigned *groups);
+int spank_option_job_groups(spank_t sp, const struct spank_conf *conf,
+			    unsigned *groups);
 
 #endif
