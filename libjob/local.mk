@@ -1,2 +1,64 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Included by Makefile.am (one fragment per part, so parts are edited apart).
+
+# --- libjob: libibmcast, the job library --------------------------------
+# The protocol lives in a convenience library so the unit tests link the
+# internals (loopback fault injection) that the installed library hides;
+# libibmcast.la adds the transports and bootstraps (transports.mk) and
+# exports only the public API (libibmcast.map).
+noinst_LTLIBRARIES += libjob/libibmcast_core.la
+libjob_libibmcast_core_la_SOURCES = \
+	libjob/transport.h \
+	libjob/wire.c libjob/wire.h \
+	libjob/env.c libjob/env.h \
+	libjob/tree.c libjob/tree.h \
+	libjob/context.c libjob/context.h \
+	libjob/comm.c libjob/comm.h \
+	libjob/send.c libjob/send.h \
+	libjob/dispatch.c libjob/dispatch.h \
+	libjob/bcast.c \
+	libjob/bcast_op.c libjob/bcast_op.h \
+	libjob/bcast_mcast.c \
+	libjob/bcast_p2p.c \
+	libjob/tr_registry.c \
+	libjob/tr_loopback.c
+libjob_libibmcast_core_la_LIBADD = common/libibmcast_common.la -lpthread
+
+lib_LTLIBRARIES = libjob/libibmcast.la
+libjob_libibmcast_la_SOURCES = libjob/strerror.c
+libjob_libibmcast_la_LDFLAGS = -version-info 0:0:0 \
+	-Wl,--version-script=$(srcdir)/libjob/libibmcast.map
+libjob_libibmcast_la_LIBADD = libjob/libibmcast_core.la \
+	$(VERBS_LIBS) $(PMI2_LIBS) -lpthread
+libjob_libibmcast_la_DEPENDENCIES = libjob/libibmcast_core.la \
+	$(srcdir)/libjob/libibmcast.map
+include_ibmcastdir = $(includedir)/ibmcast
+include_ibmcast_HEADERS = include/ibmcast/ibmcast.h
+pkgconfigdir = $(libdir)/pkgconfig
+pkgconfig_DATA = libjob/ibmcast.pc
+EXTRA_DIST += libjob/libibmcast.map libjob/ibmcast.pc.in
+
+# --- libjob unit tests: ranks are threads on the loopback transport -----
+libjob_tests = \
+	tests/libjob/test_bcast
+check_PROGRAMS += $(libjob_tests)
+TESTS += $(libjob_tests)
+libjob_test_ldadd = libjob/libibmcast_core.la common/libibmcast_common.la \
+	-lpthread
+libjob_test_helpers = tests/libjob/lbjob.c tests/libjob/lbjob.h
+tests_libjob_test_wire_LDADD = $(libjob_test_ldadd)
+tests_libjob_test_tree_LDADD = $(libjob_test_ldadd)
+tests_libjob_test_env_LDADD = $(libjob_test_ldadd)
+tests_libjob_test_bcast_SOURCES = tests/libjob/test_bcast.c \
+	$(libjob_test_helpers)
+tests_libjob_test_bcast_LDADD = $(libjob_test_ldadd)
+tests_libjob_test_bcast_loss_SOURCES = tests/libjob/test_bcast_loss.c \
+	$(libjob_test_helpers)
+tests_libjob_test_bcast_loss_LDADD = $(libjob_test_ldadd)
+tests_libjob_test_bcast_fallback_SOURCES = \
+	tests/libjob/test_bcast_fallback.c $(libjob_test_helpers)
+tests_libjob_test_bcast_fallback_LDADD = $(libjob_test_ldadd)
+# The installed library: only ibmc_[a-z]* symbols are exported.
+tests_libjob_test_exports_LDADD = libjob/libibmcast.la
+
+include $(srcdir)/libjob/transports.mk

@@ -126,6 +126,8 @@ typedef struct ibmc_comm_stats {
 	uint64_t repairs;		/* fragments an inner node re-sent */
 	uint64_t timeouts;		/* ack timers that expired */
 	uint64_t duplicates;		/* data fragments received twice */
+	uint64_t stale_dropped;		/* packets of another membership
+					 * version or a past broadcast */
 } ibmc_comm_stats_t;
 int ibmc_comm_get_stats(const ibmc_comm_t *comm, ibmc_comm_stats_t *st);
 

@@ -1,0 +1,98 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * bcast_op.h - one reliable broadcast in progress on one member.
+ *
+ * The engine (bcast_op.c) is shared by every algorithm: MTU fragments
+ * numbered within the broadcast, a send window at the root, cumulative
+ * acknowledgments up a tree rooted at the sender (each rank reports the
+ * contiguous prefix it holds and the prefix its whole subtree holds), timers
+ * scaled by the rank's height in the tree, selective retransmission to the
+ * children that did not acknowledge, repair requests when a child
+ * acknowledges data its parent lacks, and a FIN that travels down the tree
+ * once the root holds every acknowledgment. The algorithms differ only in
+ * how new data moves: bcast_mcast.c multicasts it from the root (the tree
+ * carries acks and repairs), bcast_p2p.c forwards it down the tree.
+ */
+#ifndef IBMCAST_LIBJOB_BCAST_OP_H
+#define IBMCAST_LIBJOB_BCAST_OP_H
+
+#include <stdint.h>
+
+#include "libjob/comm.h"
+#include "libjob/tree.h"
+#include "libjob/wire.h"
+
+struct ibmc__child {
+	int rank;		/* communicator rank */
+	uint32_t have;		/* contiguous fragments it holds */
+	uint32_t cum;		/* ... that its whole subtree holds */
+	uint64_t mask;		/* bit i: it holds fragment have + 1 + i */
+	int mc;			/* its subtree saw multicast data */
+	int fin_sent;
+	int backoff;
+	int64_t deadline;	/* ms: retransmit or probe then */
+};
+
+struct ibmc__op {
+	struct ibmc_comm *comm;
+	uint32_t seq;
+	int root, me;
+	int known;		/* shape learnt (always at the root) */
+	int algo, lambda;
+	unsigned char *buf;
+	size_t len;
+	uint32_t fragsz, nfrags;
+
+	struct ibmc__tree tree;
+	struct ibmc__child *kids;
+	unsigned char *got;	/* bitmap of held fragments */
+	uint32_t have;		/* contiguous prefix held */
+	uint32_t cum;		/* prefix the whole subtree holds */
+	uint32_t sent;		/* root: fragments sent once */
+	int mc_seen;		/* got a fragment by multicast */
+	int child_mc;		/* some child reported multicast data */
+
+	/* What the parent last heard from us. */
+	uint32_t acked_have, acked_cum;
+	uint64_t acked_mask;
+	int ack_due;		/* send an ack at the next flush */
+	int64_t ack_resend;	/* ms: re-send the final ack then */
+
+	int fin;		/* FIN from the parent (or root done) */
+	int64_t linger_until;	/* give up waiting for the FIN then */
+	int64_t req_next;	/* earliest next repair request */
+	int remcast_ok;		/* the last re-multicast made progress */
+	int64_t last_progress;
+	int rto;		/* this rank's timer, ms (height-scaled) */
+
+	int done, rc;
+};
+
+/* Start a broadcast. At the root algo is the resolved algorithm; elsewhere
+ * it is ignored (learnt from the first packet). 0 or -errno. */
+int ibmc__op_start(struct ibmc__op *op, struct ibmc_comm *comm, void *buf,
+		   size_t len, int root, int algo);
+void ibmc__op_fini(struct ibmc__op *op);
+/* A datagram for this op (its comm, version and seq already matched). */
+void ibmc__op_input(struct ibmc__op *op, const struct ibmc__hdr *h,
+		    const unsigned char *payload, size_t plen, int is_mcast);
+/* Timers, pending acks and completion checks; sets op->done. */
+void ibmc__op_progress(struct ibmc__op *op, int64_t now);
+/* ms until this op's next timer (for the receive timeout). */
+int64_t ibmc__op_next_deadline(const struct ibmc__op *op);
+
+/* Low-level sends shared with the strategies. */
+int ibmc__op_send_frag(struct ibmc__op *op, int to, uint32_t frag,
+		       int retx);
+int ibmc__op_mcast_frag(struct ibmc__op *op, uint32_t frag, int retx);
+int ibmc__op_send_ctl(struct ibmc__op *op, int to, int kind, uint32_t a,
+		      uint32_t b, uint64_t mask, int flags);
+
+/* Strategies (bcast_mcast.c, bcast_p2p.c). */
+void ibmc__mcast_push(struct ibmc__op *op);	/* root: fill the window */
+int ibmc__mcast_retransmit(struct ibmc__op *op, struct ibmc__child **due,
+			   int ndue);
+void ibmc__p2p_push(struct ibmc__op *op);	/* root: fill the window */
+void ibmc__p2p_forward(struct ibmc__op *op, uint32_t frag);
+
+#endif

@@ -1,0 +1,33 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Point-to-point broadcast down a tree (binomial, or the postal-model tree
+ * of seed 001 5.5): the root unicasts each fragment to its children inside
+ * the window, and every inner rank forwards each fragment to its children
+ * the moment it first holds it, so fragments pipeline down the tree. The
+ * transport is unreliable UD: acks, timers and retransmissions are the
+ * engine's (bcast_op.c), exactly as for multicast.
+ */
+#include "config.h"
+
+#include "libjob/bcast_op.h"
+
+void ibmc__p2p_push(struct ibmc__op *op)
+{
+	uint32_t w = (uint32_t)op->comm->ctx->env.window;
+	int i;
+
+	while (op->sent < op->nfrags && op->sent < op->cum + w) {
+		for (i = 0; i < op->tree.nchildren; i++)
+			ibmc__op_send_frag(op, op->kids[i].rank, op->sent, 0);
+		op->sent++;
+	}
+}
+
+void ibmc__p2p_forward(struct ibmc__op *op, uint32_t frag)
+{
+	int i;
+
+	for (i = 0; i < op->tree.nchildren; i++)
+		if (op->kids[i].have <= frag)
+			ibmc__op_send_frag(op, op->kids[i].rank, frag, 0);
+}

@@ -1,0 +1,239 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Communicators: members, identity, and the pool group taken at creation
+ * without any join, test or wait (the SM prepared every group to reach all
+ * of the job's nodes; attaching the QP is local).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "libjob/bcast_op.h"
+#include "libjob/comm.h"
+#include "libjob/dispatch.h"
+
+static uint32_t fnv1a(uint32_t h, const void *p, size_t n)
+{
+	const unsigned char *b = p;
+
+	while (n--) {
+		h ^= *b++;
+		h *= 16777619u;
+	}
+	return h;
+}
+
+/*
+ * A communicator's id must be equal on all its members without asking
+ * anyone: the hash of its member list plus how many communicators with
+ * that very member list this context created before. Every member of the
+ * set saw the same creations, whatever other communicators exist.
+ */
+static int comm_identity(struct ibmc_context *ctx, struct ibmc_comm *c)
+{
+	uint32_t h = fnv1a(2166136261u, &c->size, sizeof(c->size)), count;
+	void *grown;
+	int i;
+
+	for (i = 0; i < c->size; i++)
+		h = fnv1a(h, &c->members[i], sizeof(c->members[i]));
+	c->version = h ? h : 1;
+	for (i = 0; i < ctx->nids; i++)
+		if (ctx->ids[i].hash == h)
+			break;
+	if (i == ctx->nids) {
+		grown = realloc(ctx->ids, sizeof(*ctx->ids) * (size_t)(i + 1));
+		if (!grown)
+			return -ENOMEM;
+		ctx->ids = grown;
+		ctx->ids[i].hash = h;
+		ctx->ids[i].count = 0;
+		ctx->nids++;
+	}
+	count = ctx->ids[i].count++;
+	c->id = fnv1a(h, &count, sizeof(count));
+	return 0;
+}
+
+/* The next free pool group, attached; on any failure the communicator
+ * stays point-to-point with the reason. */
+static void take_group(struct ibmc_context *ctx, struct ibmc_comm *c)
+{
+	int g, rc;
+
+	c->group = -1;
+	c->ghandle = -1;
+	if (ctx->env.comm_p2p) {
+		c->mcast_err = -ECANCELED;
+		c->mcast_why = "multicast off by IBMCAST_COMM_MODE=p2p";
+		return;
+	}
+	if (ctx->mcast_err) {
+		c->mcast_err = ctx->mcast_err;
+		c->mcast_why = ctx->mcast_why;
+		return;
+	}
+	for (g = 0; g < ctx->env.ngroups; g++)
+		if (!ctx->pool_used[g])
+			break;
+	if (g == ctx->env.ngroups) {
+		c->mcast_err = -ENOSPC;
+		c->mcast_why = "pool exhausted: every group of the job is taken by another communicator";
+		return;
+	}
+	rc = ctx->ops->mcast_attach(ctx->tr, &ctx->env.groups[g]);
+	if (rc < 0) {
+		c->mcast_err = rc;
+		c->mcast_why = "attaching the QP to the pool group failed";
+		ibmc_log(IBMC_LOG_WARN,
+			 "libibmcast: rank %d: attaching to pool group %d failed: %s; communicator uses point-to-point",
+			 ctx->rank, g, strerror(-rc));
+		return;
+	}
+	ctx->pool_used[g] = 1;
+	c->group = g;
+	c->ghandle = rc;
+	c->gmtu = ctx->env.groups[g].mtu;
+	c->mcast_err = 0;
+	c->mcast_why = NULL;
+}
+
+int ibmc_comm_create(ibmc_context_t *ctx, const int *ranks, int n,
+		     ibmc_comm_t **out)
+{
+	struct ibmc_comm *c;
+	int i, j, rc;
+
+	if (!ctx || !out)
+		return -EINVAL;
+	*out = NULL;
+	if (!ranks)
+		n = ctx->size;
+	if (n < 1 || n > ctx->size)
+		return -EINVAL;
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	c->members = malloc(sizeof(int) * (size_t)n);
+	if (!c->members) {
+		free(c);
+		return -ENOMEM;
+	}
+	c->ctx = ctx;
+	c->size = n;
+	c->rank = -1;
+	for (i = 0; i < n; i++) {
+		int r = ranks ? ranks[i] : i;
+
+		if (r < 0 || r >= ctx->size)
+			goto err_inval;
+		for (j = 0; j < i; j++)
+			if (c->members[j] == r)
+				goto err_inval;
+		c->members[i] = r;
+		if (r == ctx->rank)
+			c->rank = i;
+	}
+	if (c->rank < 0)
+		goto err_inval;	/* only members call it */
+	c->algo = ctx->env.algo;
+	c->last_algo = -1;
+	c->last_parent = -1;
+	pthread_mutex_lock(&ctx->lock);
+	rc = comm_identity(ctx, c);
+	if (rc) {
+		pthread_mutex_unlock(&ctx->lock);
+		free(c->members);
+		free(c);
+		return rc;
+	}
+	take_group(ctx, c);
+	c->next = ctx->comms;
+	ctx->comms = c;
+	ibmc__replay_ctx(ctx, c);
+	pthread_mutex_unlock(&ctx->lock);
+	*out = c;
+	return 0;
+
+err_inval:
+	free(c->members);
+	free(c);
+	return -EINVAL;
+}
+
+/* Called with the lock held, also from ibmc_finalize. */
+void ibmc__comm_destroy(struct ibmc_comm *c)
+{
+	struct ibmc_context *ctx = c->ctx;
+	struct ibmc_comm **pp;
+
+	for (pp = &ctx->comms; *pp; pp = &(*pp)->next)
+		if (*pp == c) {
+			*pp = c->next;
+			break;
+		}
+	if (c->group >= 0) {
+		ctx->ops->mcast_detach(ctx->tr, c->ghandle);
+		ctx->pool_used[c->group] = 0;
+	}
+	ibmc__early_free(&c->early);
+	free(c->members);
+	free(c);
+}
+
+int ibmc_comm_free(ibmc_comm_t *c)
+{
+	struct ibmc_context *ctx;
+
+	if (!c)
+		return -EINVAL;
+	ctx = c->ctx;
+	pthread_mutex_lock(&ctx->lock);
+	if (c->op) {
+		pthread_mutex_unlock(&ctx->lock);
+		return -EBUSY;
+	}
+	ibmc__comm_destroy(c);
+	pthread_mutex_unlock(&ctx->lock);
+	return 0;
+}
+
+int ibmc_comm_rank(const ibmc_comm_t *c)
+{
+	return c ? c->rank : -EINVAL;
+}
+
+int ibmc_comm_size(const ibmc_comm_t *c)
+{
+	return c ? c->size : -EINVAL;
+}
+
+int ibmc_comm_mcast_state(const ibmc_comm_t *c, const char **why)
+{
+	if (!c) {
+		if (why)
+			*why = "no communicator";
+		return -EINVAL;
+	}
+	if (!c->mcast_err && c->st.bcasts < c->mc_suspend_until) {
+		if (why)
+			*why = "multicast delivered nothing in the last broadcasts (group not programmed yet?); point-to-point until it is tried again";
+		return -EHOSTUNREACH;
+	}
+	if (why)
+		*why = c->mcast_err ? c->mcast_why : "multicast ready";
+	return c->mcast_err;
+}
+
+int ibmc_comm_get_stats(const ibmc_comm_t *c, ibmc_comm_stats_t *st)
+{
+	if (!c || !st)
+		return -EINVAL;
+	pthread_mutex_lock(&c->ctx->lock);
+	*st = c->st;
+	pthread_mutex_unlock(&c->ctx->lock);
+	return 0;
+}

@@ -1,0 +1,220 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * ibmc_init()/ibmc_finalize(): read IBMCAST_*, open the transport, and
+ * exchange every rank's endpoint address (and its view of the pool, so all
+ * ranks agree whether multicast is usable) through the caller's bootstrap.
+ */
+#include "config.h"
+
+#include <endian.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/log.h"
+#include "common/mgid.h"
+#include "libjob/comm.h"
+#include "libjob/context.h"
+#include "libjob/dispatch.h"
+#include "libjob/wire.h"
+
+/* What each rank contributes to the address exchange. */
+struct card {
+	struct ibmc_tr_addr addr;
+	uint32_t mcast_ok;	/* big-endian 0/1 */
+	uint32_t pool_hash;	/* big-endian */
+};
+
+static uint32_t pool_hash(const struct ibmc__env *e)
+{
+	const unsigned char *p = (const void *)e->groups;
+	size_t n = sizeof(e->groups[0]) * (size_t)e->ngroups;
+	uint32_t h = 2166136261u;
+
+	while (n--) {
+		h ^= *p++;
+		h *= 16777619u;
+	}
+	return h ^ (uint32_t)e->ngroups;
+}
+
+static const struct ibmc_tr_ops *pick_transport(const struct ibmc__env *e)
+{
+	const struct ibmc_tr_ops *ops;
+	const char *name = e->transport;
+
+	if (!name)
+		name = e->sim_socket ? "sim" : "verbs";
+	ops = ibmc__tr_find(name);
+	if (!ops)
+		ibmc_log(IBMC_LOG_ERROR,
+			 "libibmcast: transport \"%s\" is not available in this build%s",
+			 name, e->transport ? "" :
+			 " (set IBMCAST_SIM_DATAPLANE or IBMCAST_TRANSPORT)");
+	return ops;
+}
+
+/* Every rank must agree on multicast, or communicators would disagree on
+ * how data moves; one rank without it turns it off for all. */
+static void agree(struct ibmc_context *ctx, const struct card *cards)
+{
+	uint32_t h = cards[ctx->rank].pool_hash;
+	int r;
+
+	for (r = 0; r < ctx->size && !ctx->mcast_err; r++) {
+		if (!be32toh(cards[r].mcast_ok)) {
+			snprintf(ctx->why_buf, sizeof(ctx->why_buf),
+				 "rank %d cannot multicast (see its log)", r);
+			ctx->mcast_err = -ENETDOWN;
+			ctx->mcast_why = ctx->why_buf;
+		} else if (cards[r].pool_hash != h) {
+			snprintf(ctx->why_buf, sizeof(ctx->why_buf),
+				 "ranks %d and %d disagree on IBMCAST_GROUPS",
+				 ctx->rank, r);
+			ctx->mcast_err = -EINVAL;
+			ctx->mcast_why = ctx->why_buf;
+		}
+	}
+}
+
+static int exchange(struct ibmc_context *ctx, const ibmc_bootstrap_t *bs)
+{
+	struct card mine, *all;
+	int r, rc;
+
+	memset(&mine, 0, sizeof(mine));
+	rc = ctx->ops->local_addr(ctx->tr, &mine.addr);
+	if (rc)
+		return rc;
+	mine.mcast_ok = htobe32(ctx->mcast_err ? 0 : 1);
+	mine.pool_hash = htobe32(pool_hash(&ctx->env));
+	all = calloc((size_t)ctx->size, sizeof(*all));
+	ctx->peer = calloc((size_t)ctx->size, sizeof(*ctx->peer));
+	if (!all || !ctx->peer) {
+		free(all);
+		return -ENOMEM;
+	}
+	rc = bs->allgather(bs->arg, &mine, all, sizeof(mine));
+	if (rc) {
+		ibmc_log(IBMC_LOG_ERROR,
+			 "libibmcast: rank %d: bootstrap allgather failed: %s",
+			 ctx->rank, strerror(rc < 0 ? -rc : rc));
+		free(all);
+		return rc < 0 ? rc : -EIO;
+	}
+	for (r = 0; r < ctx->size; r++) {
+		rc = ctx->ops->peer_add(ctx->tr, &all[r].addr);
+		if (rc < 0) {
+			ibmc_log(IBMC_LOG_ERROR,
+				 "libibmcast: rank %d: resolving rank %d's address failed: %s",
+				 ctx->rank, r, strerror(-rc));
+			free(all);
+			return rc;
+		}
+		ctx->peer[r] = rc;
+	}
+	agree(ctx, all);
+	free(all);
+	return 0;
+}
+
+int ibmc_init(const ibmc_bootstrap_t *bs, ibmc_context_t **out)
+{
+	struct ibmc_tr_config cfg;
+	struct ibmc_context *ctx;
+	int rc;
+
+	if (!out)
+		return -EINVAL;
+	*out = NULL;
+	if (!bs || !bs->allgather || bs->size < 1 || bs->rank < 0 ||
+	    bs->rank >= bs->size)
+		return -EINVAL;
+	ctx = calloc(1, sizeof(*ctx));
+	if (!ctx)
+		return -ENOMEM;
+	ctx->rank = bs->rank;
+	ctx->size = bs->size;
+	rc = ibmc__env_read(&ctx->env);
+	if (rc)
+		goto err_free;
+	ctx->mcast_err = ctx->env.mcast_err;
+	ctx->mcast_why = ctx->env.mcast_why;
+	ctx->ops = pick_transport(&ctx->env);
+	if (!ctx->ops) {
+		rc = -ENODEV;
+		goto err_free;
+	}
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.node = ctx->env.node;
+	cfg.qkey = ctx->env.ngroups ? ctx->env.groups[0].qkey :
+		   ctx->env.job ? ibmc__qkey_for_job(ctx->env.job) : 0;
+	cfg.sim_socket = ctx->env.sim_socket;
+	cfg.device = getenv("IBMCAST_VERBS_DEVICE");
+	cfg.hub = ctx->env.hub;
+	cfg.rank = ctx->rank;
+	cfg.size = ctx->size;
+	rc = ctx->ops->open(&cfg, &ctx->tr);
+	if (rc) {
+		ibmc_log(IBMC_LOG_ERROR,
+			 "libibmcast: rank %d: opening transport %s failed: %s",
+			 ctx->rank, ctx->ops->name, strerror(-rc));
+		goto err_free;
+	}
+	ctx->mtu = ctx->ops->mtu(ctx->tr);
+	if (ctx->mtu < IBMC__WIRE_CTL + 16) {
+		rc = -EMSGSIZE;
+		goto err_close;
+	}
+	if (!ctx->mcast_err && ctx->ops->mcast_supported(ctx->tr)) {
+		ctx->mcast_err = -ENOTSUP;
+		ctx->mcast_why = "the transport has no multicast";
+	}
+	pthread_mutex_init(&ctx->lock, NULL);
+	rc = exchange(ctx, bs);
+	if (rc)
+		goto err_lock;
+	if (ctx->mcast_err)
+		ibmc_log(IBMC_LOG_INFO,
+			 "libibmcast: rank %d: multicast off: %s", ctx->rank,
+			 ctx->mcast_why);
+	*out = ctx;
+	return 0;
+
+err_lock:
+	pthread_mutex_destroy(&ctx->lock);
+	free(ctx->peer);
+err_close:
+	ctx->ops->close(ctx->tr);
+err_free:
+	free(ctx);
+	return rc;
+}
+
+int ibmc_finalize(ibmc_context_t *ctx)
+{
+	if (!ctx)
+		return -EINVAL;
+	pthread_mutex_lock(&ctx->lock);
+	while (ctx->comms)
+		ibmc__comm_destroy(ctx->comms);
+	ibmc__early_free(&ctx->early);
+	pthread_mutex_unlock(&ctx->lock);
+	ctx->ops->close(ctx->tr);
+	pthread_mutex_destroy(&ctx->lock);
+	free(ctx->ids);
+	free(ctx->peer);
+	free(ctx);
+	return 0;
+}
+
+int ibmc_context_rank(const ibmc_context_t *ctx)
+{
+	return ctx ? ctx->rank : -EINVAL;
+}
+
+int ibmc_context_size(const ibmc_context_t *ctx)
+{
+	return ctx ? ctx->size : -EINVAL;
+}

@@ -1,0 +1,271 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* IBMCAST_* parsing for ibmc_init(): the job's group pool and state
+ * (strict; any doubt turns multicast off with a reason), the transport
+ * choice and the broadcast tuning knobs. */
+#include "config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "common/log.h"
+#include "common/mgid.h"
+#include "libjob/env.h"
+#include "libjob/wire.h"
+
+static const char *const algo_names[] = {
+	[IBMC__A_AUTO] = "auto",
+	[IBMC__A_MCAST] = "mcast",
+	[IBMC__A_BINOMIAL] = "binomial",
+	[IBMC__A_POSTAL] = "postal",
+};
+
+int ibmc__algo_parse(const char *name)
+{
+	int i;
+
+	for (i = 0; i < (int)(sizeof(algo_names) / sizeof(algo_names[0])); i++)
+		if (name && !strcmp(name, algo_names[i]))
+			return i;
+	return -EINVAL;
+}
+
+const char *ibmc__algo_name(int algo)
+{
+	if (algo < 0 || algo > IBMC__A_POSTAL)
+		return "none";
+	return algo_names[algo];
+}
+
+/* A hex number with the 0x prefix the plugin always writes. */
+static int parse_hex(const char *s, size_t n, unsigned long max,
+		     unsigned long *out)
+{
+	char buf[24], *end;
+
+	if (n < 3 || n >= sizeof(buf) || s[0] != '0' ||
+	    (s[1] != 'x' && s[1] != 'X'))
+		return -EINVAL;
+	memcpy(buf, s, n);
+	buf[n] = 0;
+	errno = 0;
+	*out = strtoul(buf + 2, &end, 16);
+	if (errno || *end || end == buf + 2 || *out > max)
+		return -EINVAL;
+	return 0;
+}
+
+int ibmc__group_parse(const char *s, struct ibmc_tr_group *g)
+{
+	const char *f[5], *p = s;
+	size_t n[5];
+	char mgid[64], *end;
+	unsigned long v;
+	int i;
+
+	for (i = 0; i < 5; i++) {
+		const char *slash = strchr(p, '/');
+
+		f[i] = p;
+		n[i] = slash ? (size_t)(slash - p) : strlen(p);
+		if (!n[i] || (i < 4) != !!slash)
+			return -EINVAL;
+		p = slash ? slash + 1 : p + n[i];
+	}
+	if (n[0] >= sizeof(mgid))
+		return -EINVAL;
+	memcpy(mgid, f[0], n[0]);
+	mgid[n[0]] = 0;
+	if (ibmc__mgid_parse(mgid, g->mgid) || g->mgid[0] != 0xff)
+		return -EINVAL;
+	if (parse_hex(f[1], n[1], 0xfffe, &v) || v < 0xc000)
+		return -EINVAL;
+	g->mlid = (uint16_t)v;
+	if (parse_hex(f[2], n[2], 0xffffffffUL, &v))
+		return -EINVAL;
+	g->qkey = (uint32_t)v;
+	if (parse_hex(f[3], n[3], 0xffff, &v))
+		return -EINVAL;
+	g->pkey = (uint16_t)v;
+	errno = 0;
+	v = strtoul(f[4], &end, 10);
+	if (errno || *end || end == f[4] ||
+	    (v != 256 && v != 512 && v != 1024 && v != 2048 && v != 4096))
+		return -EINVAL;
+	g->mtu = (uint32_t)v;
+	return 0;
+}
+
+static void mcast_off(struct ibmc__env *e, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void mcast_off(struct ibmc__env *e, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	e->mcast_err = err;
+	va_start(ap, fmt);
+	vsnprintf(e->mcast_why, sizeof(e->mcast_why), fmt, ap);
+	va_end(ap);
+	e->ngroups = 0;
+}
+
+static void read_pool(struct ibmc__env *e)
+{
+	const char *state = getenv("IBMCAST_STATE");
+	const char *reason = getenv("IBMCAST_REASON");
+	const char *groups = getenv("IBMCAST_GROUPS");
+	const char *ng = getenv("IBMCAST_NGROUPS");
+	const char *p;
+	char *end;
+	long want = -1;
+
+	if (!reason || !*reason)
+		reason = "no reason given";
+	if (!state || !*state)
+		return mcast_off(e, -ENODATA,
+				 "IBMCAST_STATE is not set (job without --ibmcast?)");
+	if (!strcmp(state, "disabled"))
+		return mcast_off(e, -ENODATA,
+				 "job state is disabled: it did not ask for --ibmcast");
+	if (!strcmp(state, "unavailable") || !strcmp(state, "timeout") ||
+	    !strcmp(state, "failed"))
+		return mcast_off(e, -ENETDOWN, "job state is %s: %s", state,
+				 reason);
+	if (strcmp(state, "ready"))
+		return mcast_off(e, -EINVAL,
+				 "IBMCAST_STATE is malformed: \"%.40s\"", state);
+	if (ng && *ng) {
+		errno = 0;
+		want = strtol(ng, &end, 10);
+		if (errno || *end || want < 0 || want > IBMC__MAX_GROUPS)
+			return mcast_off(e, -EINVAL,
+					 "IBMCAST_NGROUPS is malformed: \"%.20s\"",
+					 ng);
+	}
+	if (!groups || !*groups)
+		return mcast_off(e, -ENOENT,
+				 "job state is ready but IBMCAST_GROUPS is empty");
+	for (p = groups; *p;) {
+		const char *sp = strchr(p, ' ');
+		size_t n = sp ? (size_t)(sp - p) : strlen(p);
+		char one[128];
+
+		if (e->ngroups == IBMC__MAX_GROUPS)
+			return mcast_off(e, -EINVAL,
+					 "IBMCAST_GROUPS has more than %d groups",
+					 IBMC__MAX_GROUPS);
+		if (!n || n >= sizeof(one))
+			return mcast_off(e, -EINVAL,
+					 "IBMCAST_GROUPS is malformed near \"%.30s\"",
+					 p);
+		memcpy(one, p, n);
+		one[n] = 0;
+		if (ibmc__group_parse(one, &e->groups[e->ngroups]))
+			return mcast_off(e, -EINVAL,
+					 "IBMCAST_GROUPS entry %d is malformed: \"%.60s\"",
+					 e->ngroups + 1, one);
+		e->ngroups++;
+		p += n;
+		if (*p == ' ' && !p[1])
+			return mcast_off(e, -EINVAL,
+					 "IBMCAST_GROUPS ends with a space");
+		if (*p)
+			p++;
+	}
+	if (want >= 0 && want != e->ngroups)
+		return mcast_off(e, -EINVAL,
+				 "IBMCAST_NGROUPS is %ld but IBMCAST_GROUPS has %d",
+				 want, e->ngroups);
+}
+
+/* A positive integer knob in [lo, hi], or def when unset. */
+static int knob(const char *name, long lo, long hi, long def, long *out)
+{
+	const char *s = getenv(name);
+	char *end;
+	long v;
+
+	*out = def;
+	if (!s || !*s)
+		return 0;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || *end || v < lo || v > hi) {
+		ibmc_log(IBMC_LOG_ERROR, "libibmcast: %s=\"%s\" is not in %ld..%ld",
+			 name, s, lo, hi);
+		return -EINVAL;
+	}
+	*out = v;
+	return 0;
+}
+
+int ibmc__env_read(struct ibmc__env *e)
+{
+	const char *s;
+	long v;
+	int rc = 0;
+
+	memset(e, 0, sizeof(*e));
+	s = getenv("IBMCAST_NODE");
+	if (s && *s) {
+		snprintf(e->node, sizeof(e->node), "%s", s);
+	} else if (gethostname(e->node, sizeof(e->node) - 1) == 0) {
+		char *dot = strchr(e->node, '.');
+
+		if (dot)
+			*dot = 0;
+	}
+	s = getenv("IBMCAST_TRANSPORT");
+	e->transport = s && *s ? s : NULL;
+	s = getenv("IBMCAST_SIM_DATAPLANE");
+	e->sim_socket = s && *s ? s : NULL;
+	s = getenv("IBMCAST_LOOPBACK_HUB");
+	e->hub = s && *s ? s : "default";
+	s = getenv("IBMCAST_JOB");
+	if (s && *s) {
+		char *end;
+		unsigned long j;
+
+		errno = 0;
+		j = strtoul(s, &end, 10);
+		if (!errno && !*end && j <= 0xffffffffUL)
+			e->job = (uint32_t)j;
+	}
+	read_pool(e);
+	s = getenv("IBMCAST_COMM_MODE");
+	if (s && *s) {
+		if (!strcmp(s, "p2p"))
+			e->comm_p2p = 1;
+		else if (strcmp(s, "sm"))
+			ibmc_log(IBMC_LOG_WARN,
+				 "libibmcast: IBMCAST_COMM_MODE=\"%s\" is not supported here; using sm",
+				 s);
+	}
+	s = getenv("IBMCAST_BCAST_ALGO");
+	e->algo = IBMC__A_AUTO;
+	if (s && *s) {
+		e->algo = ibmc__algo_parse(s);
+		if (e->algo < 0) {
+			ibmc_log(IBMC_LOG_ERROR,
+				 "libibmcast: IBMCAST_BCAST_ALGO=\"%s\" is not auto, mcast, binomial or postal",
+				 s);
+			rc = -EINVAL;
+		}
+	}
+	rc = knob("IBMCAST_BCAST_RTO_MS", 1, 10000, 4, &v) ?: rc;
+	e->rto_ms = (int)v;
+	rc = knob("IBMCAST_BCAST_TIMEOUT_MS", 0, INT_MAX, 60000, &v) ?: rc;
+	e->timeout_ms = (int)v;
+	rc = knob("IBMCAST_BCAST_WINDOW", 1, 4096, 64, &v) ?: rc;
+	e->window = (int)v;
+	rc = knob("IBMCAST_POSTAL_LAMBDA", 1, 64, 2, &v) ?: rc;
+	e->lambda = (int)v;
+	rc = knob("IBMCAST_MCAST_MIN_BYTES", 0, LONG_MAX, -1, &v) ?: rc;
+	e->mcast_min = v;
+	return rc;
+}

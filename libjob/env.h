@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * env.h - the IBMCAST_* variables a context is created from (see
+ * docs/environment.md and ibmcast(7)).
+ *
+ * Parsing is strict, but a malformed or missing multicast description never
+ * fails: the context then runs point-to-point and mcast_why says why.
+ */
+#ifndef IBMCAST_LIBJOB_ENV_H
+#define IBMCAST_LIBJOB_ENV_H
+
+#include <stdint.h>
+
+#include "libjob/transport.h"
+
+#define IBMC__MAX_GROUPS 64
+
+struct ibmc__env {
+	char node[128];
+	const char *transport;		/* IBMCAST_TRANSPORT or NULL */
+	const char *sim_socket;		/* IBMCAST_SIM_DATAPLANE */
+	const char *hub;		/* IBMCAST_LOOPBACK_HUB */
+	uint32_t job;
+	int ngroups;
+	struct ibmc_tr_group groups[IBMC__MAX_GROUPS];
+	int mcast_err;			/* 0: the pool may be used */
+	char mcast_why[200];		/* why not, when mcast_err != 0 */
+	int comm_p2p;			/* IBMCAST_COMM_MODE=p2p */
+	int algo;			/* IBMCAST_BCAST_ALGO */
+	/* Tuning (ibmcast(7)). */
+	int rto_ms;			/* IBMCAST_BCAST_RTO_MS */
+	int timeout_ms;			/* IBMCAST_BCAST_TIMEOUT_MS, 0: never */
+	int window;			/* IBMCAST_BCAST_WINDOW, fragments */
+	int lambda;			/* IBMCAST_POSTAL_LAMBDA */
+	long mcast_min;			/* IBMCAST_MCAST_MIN_BYTES */
+};
+
+/* Reads the environment into *e. Never fails for multicast reasons; returns
+ * -EINVAL only for a malformed tuning or algorithm variable, which is a
+ * caller's mistake and named in the log. */
+int ibmc__env_read(struct ibmc__env *e);
+
+/* "auto", "mcast", "binomial", "postal" -> IBMC__A_*; -EINVAL else. */
+int ibmc__algo_parse(const char *name);
+const char *ibmc__algo_name(int algo);
+
+/* One IBMCAST_GROUPS entry MGID/MLID/QKEY/PKEY/MTU: 0 or -EINVAL. */
+int ibmc__group_parse(const char *s, struct ibmc_tr_group *g);
+
+#endif

@@ -1,0 +1,48 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Datagram output of a communicator through its context's transport. */
+#include "config.h"
+
+#include <errno.h>
+#include <sys/uio.h>
+
+#include "libjob/send.h"
+
+static int fill(const struct ibmc__hdr *h, const void *payload, size_t plen,
+		unsigned char *hb, struct iovec *iov)
+{
+	iov[0].iov_base = hb;
+	iov[0].iov_len = ibmc__wire_encode(h, hb);
+	iov[1].iov_base = (void *)payload;
+	iov[1].iov_len = plen;
+	return plen ? 2 : 1;
+}
+
+int ibmc__send_pkt(struct ibmc_comm *comm, int to, const struct ibmc__hdr *h,
+		   const void *payload, size_t plen)
+{
+	struct ibmc_context *ctx = comm->ctx;
+	unsigned char hb[IBMC__WIRE_CTL];
+	struct iovec iov[2];
+	int n = fill(h, payload, plen, hb, iov);
+
+	if (to < 0 || to >= comm->size)
+		return -EINVAL;
+	comm->st.packets_sent++;
+	comm->st.bytes_sent += plen;
+	return ctx->ops->send(ctx->tr, ctx->peer[comm->members[to]], iov, n);
+}
+
+int ibmc__mcast_pkt(struct ibmc_comm *comm, const struct ibmc__hdr *h,
+		    const void *payload, size_t plen)
+{
+	struct ibmc_context *ctx = comm->ctx;
+	unsigned char hb[IBMC__WIRE_CTL];
+	struct iovec iov[2];
+	int n = fill(h, payload, plen, hb, iov);
+
+	if (comm->ghandle < 0)
+		return -ENOTCONN;
+	comm->st.packets_sent++;
+	comm->st.bytes_sent += plen;
+	return ctx->ops->mcast_send(ctx->tr, comm->ghandle, iov, n);
+}

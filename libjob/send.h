@@ -1,0 +1,18 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* send.h - one datagram of a communicator to a member or to its group,
+ * header encoded in front of the payload, counted in the comm's stats. */
+#ifndef IBMCAST_LIBJOB_SEND_H
+#define IBMCAST_LIBJOB_SEND_H
+
+#include <stddef.h>
+
+#include "libjob/comm.h"
+#include "libjob/wire.h"
+
+/* Unreliable like the transport: 0 when handed over, -errno else. */
+int ibmc__send_pkt(struct ibmc_comm *comm, int to, const struct ibmc__hdr *h,
+		   const void *payload, size_t plen);
+int ibmc__mcast_pkt(struct ibmc_comm *comm, const struct ibmc__hdr *h,
+		    const void *payload, size_t plen);
+
+#endif

@@ -1,0 +1,63 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * wire.h - the header every libjob datagram starts with.
+ *
+ * One transport instance serves all communicators of a context, so the
+ * header names the communicator, its membership version, the broadcast
+ * (per-communicator sequence number), the sender and the broadcast's shape
+ * (root, algorithm, total length, fragment size). Every packet carries the
+ * shape so that a receiver learns the root's choice from whichever packet
+ * reaches it first: the root alone decides the algorithm.
+ */
+#ifndef IBMCAST_LIBJOB_WIRE_H
+#define IBMCAST_LIBJOB_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define IBMC__WIRE_MAGIC 0xbc
+#define IBMC__WIRE_HDR 36	/* bytes before a DATA payload */
+#define IBMC__WIRE_CTL 48	/* size of every control packet */
+
+enum ibmc__kind {
+	IBMC__K_DATA = 1,	/* one fragment; a = fragment index */
+	IBMC__K_ACK = 2,	/* a = have, b = cum, mask = held after have */
+	IBMC__K_REQ = 3,	/* repair request: a = start, mask = wanted */
+	IBMC__K_PROBE = 4,	/* "send me your ack" */
+	IBMC__K_FIN = 5,	/* the sender's subtree and all above are done */
+};
+
+enum ibmc__algo {
+	IBMC__A_AUTO = 0,
+	IBMC__A_MCAST = 1,
+	IBMC__A_BINOMIAL = 2,
+	IBMC__A_POSTAL = 3,
+};
+
+/* Flags. */
+#define IBMC__F_MC 0x1		/* ACK: this subtree saw multicast data */
+#define IBMC__F_RETX 0x2	/* DATA: a retransmission or repair */
+
+struct ibmc__hdr {
+	uint8_t kind;
+	uint8_t algo;
+	uint8_t lambda;		/* postal tree's latency ratio */
+	uint8_t flags;
+	uint32_t comm_id;
+	uint32_t version;	/* membership version */
+	uint32_t seq;		/* broadcast number on the communicator */
+	uint32_t src;		/* sender's communicator rank */
+	uint32_t root;
+	uint32_t len;		/* broadcast's total bytes */
+	uint16_t fragsz;	/* payload bytes per fragment */
+	uint32_t a, b;
+	uint64_t mask;
+};
+
+/* Encode the first IBMC__WIRE_HDR bytes (DATA) or all IBMC__WIRE_CTL bytes
+ * (control kinds) of h into out. Returns the encoded length. */
+size_t ibmc__wire_encode(const struct ibmc__hdr *h, uint8_t *out);
+/* 0 and *h filled, or -EBADMSG for a datagram that is not ours. */
+int ibmc__wire_decode(const void *buf, size_t len, struct ibmc__hdr *h);
+
+#endif
