@@ -4,8 +4,8 @@
 # ports and their own slurm.conf), stopped at exit even when a test fails.
 #
 # Usage:  slurm_need              skip unless Slurm's daemons are installed
-#         slurm_up N [PLUGSTACK]  start node[1-N]; PLUGSTACK is the text of
-#                                 plugstack.conf (default: none). Uses the
+#         slurm_up N [spank ARGS]  start node[1-N]; with "spank" our plugin
+#                                 is in plugstack.conf (spank_line). Uses the
 #                                 fabric's munged when IBMCAST_MUNGE_SOCKET
 #                                 is set (. $SIM_DIR/env first), else its own.
 #         slurm_down              stop everything slurm_up started
@@ -158,20 +158,27 @@ slurm_down() {
 	SLURM_DIR=
 }
 
-# slurm_up N [PLUGSTACK]: node[1-N] up and idle, or returns 1 with the
-# logs as diag.
+# slurm_up N [spank ARGS...]: node[1-N] up and idle, or returns 1 with the
+# logs as diag. With "spank", plugstack.conf loads our plugin (spank_line
+# ARGS): it must exist before slurmd starts, which runs the SPANK prolog
+# and epilog only if its own stack has them.
 slurm_up() {
 	local n=$1 ctl k pid
+	shift
 	SLURM_DIR=$(mktemp -d "${TMPDIR:-/tmp}/ibmcast-slurm.XXXXXX") ||
 		bail_out "mktemp failed"
 	chmod 755 "$SLURM_DIR"
 	at_exit slurm_down
 	mkdir -p "$SLURM_DIR/state" "$SLURM_DIR/log" "$SLURM_DIR/spool"
 	export SLURM_CONF=$SLURM_DIR/slurm.conf
-	slurm_plugstack "${2:-}"
 	SLURM_MUNGE_SOCKET=${IBMCAST_MUNGE_SOCKET:-}
 	if [ -z "$SLURM_MUNGE_SOCKET" ]; then
 		_slurm_start_munged || return 1
+	fi
+	slurm_plugstack ""
+	if [ "${1:-}" = spank ]; then
+		shift
+		slurm_plugstack "$(spank_line "$@")"
 	fi
 	ctl=$(_slurm_free_port) || return 1
 	declare -ga _slurm_node_port=()
@@ -220,4 +227,34 @@ _slurm_job_done() {
 
 slurm_wait_job() {
 	wait_until "$2" _slurm_job_done "$1"
+}
+
+# Slurm commands in a clean environment, as a user would type them: the
+# test's own IBMCAST_* variables must not leak into the tasks.
+slurm_cmd() {
+	env -i PATH="$PATH" HOME="${HOME:-/root}" SLURM_CONF="$SLURM_CONF" \
+		TMPDIR="${TMPDIR:-/tmp}" "$@"
+}
+
+# pool_json ID: the control server's view of reservation ID (the test has
+# sourced the fabric's env), or an error object.
+pool_json() {
+	"$top_builddir/tools/ibmcastctl" --json status "$1" 2> /dev/null
+}
+
+pool_gone() {
+	[ "$(pool_json "$1" | jq -r '.error // .jobs[0].state')" = unknown_job ]
+}
+
+# The id of a step-only pool (spank/pool.h): job << 5 | step % 32, top
+# bit set.
+step_pool_id() {
+	echo $((0x80000000 | ($1 << 5) | ($2 % 32)))
+}
+
+# The plugstack.conf line for the fabric sourced from $SIM_DIR/env.
+spank_line() {
+	echo "required $top_builddir/spank/.libs/ibmcast_spank.so" \
+		"server=$IBMCAST_SERVER_TCP munge_socket=$SLURM_MUNGE_SOCKET" \
+		"statedir=$SLURM_DIR/ibmcast $*"
 }

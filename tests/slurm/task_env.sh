@@ -1,0 +1,23 @@
+#!/bin/sh
+# SPDX-License-Identifier: BSD-3-Clause
+# Run as a Slurm task by the slurm_*.sh tests: records the task's IBMCAST_*
+# variables in DIR/env.RANK, then, if DIR/hold exists, waits until it is
+# removed (so the test can look at the live reservation).
+#   task_env.sh DIR [crash]
+dir=$1
+rank=${SLURM_PROCID:-x}
+{
+	echo "NODENAME=$SLURMD_NODENAME"
+	echo "STEP=$SLURM_JOB_ID.$SLURM_STEP_ID"
+	env | grep '^IBMCAST_' | sort
+} > "$dir/env.$rank.tmp"
+mv "$dir/env.$rank.tmp" "$dir/env.$rank"
+n=0
+while [ -e "$dir/hold" ] && [ $n -lt 600 ]; do
+	sleep 0.2
+	n=$((n + 1))
+done
+if [ "${2:-}" = crash ] && [ "$rank" = 0 ]; then
+	kill -SEGV $$
+fi
+exit 0
