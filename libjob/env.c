@@ -214,11 +214,15 @@ int ibmc__env_read(struct ibmc__env *e)
 	s = getenv("IBMCAST_NODE");
 	if (s && *s) {
 		snprintf(e->node, sizeof(e->node), "%s", s);
-	} else if (gethostname(e->node, sizeof(e->node) - 1) == 0) {
-		char *dot = strchr(e->node, '.');
+	} else {
+		char host[128] = "";
+		char *dot;
 
+		gethostname(host, sizeof(host) - 1);
+		dot = strchr(host, '.');
 		if (dot)
 			*dot = 0;
+		snprintf(e->node, sizeof(e->node), "%s", host);
 	}
 	s = getenv("IBMCAST_TRANSPORT");
 	e->transport = s && *s ? s : NULL;
