@@ -41,7 +41,8 @@ EXTRA_DIST += libjob/libibmcast.map libjob/ibmcast.pc.in
 # --- libjob unit tests: ranks are threads on the loopback transport -----
 libjob_tests = \
 	tests/libjob/test_bcast \
-	tests/libjob/test_bcast_loss
+	tests/libjob/test_bcast_loss \
+	tests/libjob/test_bcast_fallback
 check_PROGRAMS += $(libjob_tests)
 TESTS += $(libjob_tests)
 libjob_test_ldadd = libjob/libibmcast_core.la common/libibmcast_common.la \
@@ -53,5 +54,8 @@ tests_libjob_test_bcast_LDADD = $(libjob_test_ldadd)
 tests_libjob_test_bcast_loss_SOURCES = tests/libjob/test_bcast_loss.c \
 	$(libjob_test_helpers)
 tests_libjob_test_bcast_loss_LDADD = $(libjob_test_ldadd)
+tests_libjob_test_bcast_fallback_SOURCES = \
+	tests/libjob/test_bcast_fallback.c $(libjob_test_helpers)
+tests_libjob_test_bcast_fallback_LDADD = $(libjob_test_ldadd)
 
 include $(srcdir)/libjob/transports.mk

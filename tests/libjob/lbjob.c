@@ -111,6 +111,7 @@ void lbjob_env(int ngroups, int group_mtu)
 	setenv("IBMCAST_TRANSPORT", "loopback", 1);
 	setenv("IBMCAST_STATE", "ready", 1);
 	unsetenv("IBMCAST_REASON");
+	unsetenv("IBMCAST_COMM_MODE");
 	for (g = 0; g < ngroups; g++) {
 		snprintf(one, sizeof(one),
 			 "%sff12:1bca:ffff:0000:0000:0042:0000:%04x/0x%x/0x1bca0042/0xffff/%d",
