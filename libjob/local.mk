@@ -40,6 +40,10 @@ EXTRA_DIST += libjob/libibmcast.map libjob/ibmcast.pc.in
 
 # --- libjob unit tests: ranks are threads on the loopback transport -----
 libjob_tests = \
+	tests/libjob/test_wire \
+	tests/libjob/test_tree \
+	tests/libjob/test_env \
+	tests/libjob/test_exports \
 	tests/libjob/test_bcast \
 	tests/libjob/test_bcast_loss \
 	tests/libjob/test_bcast_fallback
@@ -48,6 +52,11 @@ TESTS += $(libjob_tests)
 libjob_test_ldadd = libjob/libibmcast_core.la common/libibmcast_common.la \
 	-lpthread
 libjob_test_helpers = tests/libjob/lbjob.c tests/libjob/lbjob.h
+tests_libjob_test_wire_LDADD = $(libjob_test_ldadd)
+tests_libjob_test_tree_LDADD = $(libjob_test_ldadd)
+tests_libjob_test_env_LDADD = $(libjob_test_ldadd)
+# The installed library: only the public API is exported.
+tests_libjob_test_exports_LDADD = libjob/libibmcast.la -ldl
 tests_libjob_test_bcast_SOURCES = tests/libjob/test_bcast.c \
 	$(libjob_test_helpers)
 tests_libjob_test_bcast_LDADD = $(libjob_test_ldadd)
