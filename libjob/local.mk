@@ -38,6 +38,9 @@ pkgconfigdir = $(libdir)/pkgconfig
 pkgconfig_DATA = libjob/ibmcast.pc
 EXTRA_DIST += libjob/libibmcast.map libjob/ibmcast.pc.in
 
+dist_man_MANS += man/ibmcast.7 man/ibmc_init.3 man/ibmc_comm_create.3 \
+	man/ibmc_bcast.3 man/ibmc_comm_get_stats.3
+
 # --- libjob unit tests: ranks are threads on the loopback transport -----
 libjob_tests = \
 	tests/libjob/test_wire \
