@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "sim-fabric/dp_client.h"
@@ -23,6 +24,15 @@ static uint16_t mlid, dlid;
 static uint8_t mgid[16];
 static bool have_mgid;
 static long count = 1, timeout_ms = 5000, size = -1, join_state = 1;
+
+static long ms_since(const struct timespec *t0)
+{
+	struct timespec t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (t.tv_sec - t0->tv_sec) * 1000 +
+	       (t.tv_nsec - t0->tv_nsec) / 1000000;
+}
 
 static void die(const char *what, int err)
 {
@@ -65,6 +75,7 @@ static int cmd_recv(void)
 	struct ibmc_dp *dp = open_ep();
 	const struct ibmc_dp_hello_ok *me = ibmc__dp_self(dp);
 	struct ibmc_dp_recv h;
+	struct timespec t0;
 	const void *data;
 	size_t len;
 	long got = 0;
@@ -74,6 +85,7 @@ static int cmd_recv(void)
 		die("attach", ret);
 	printf("ready lid %u qpn %u mtu %u\n", me->lid, me->qpn, me->mtu);
 	fflush(stdout);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
 	while (count <= 0 || got < count) {
 		ret = ibmc__dp_recv(dp, &h, &data, &len, (int)timeout_ms);
 		if (ret == -ETIMEDOUT)
@@ -81,8 +93,9 @@ static int cmd_recv(void)
 		if (ret)
 			die("recv", ret);
 		got++;
-		printf("recv slid %u sqpn %u dlid %u mcast %u len %zu %.*s\n",
-		       h.slid, h.sqpn, h.dlid, h.is_mcast, len,
+		printf("recv at %ld slid %u sqpn %u dlid %u mcast %u len %zu "
+		       "%.*s\n", ms_since(&t0), h.slid, h.sqpn, h.dlid,
+		       h.is_mcast, len,
 		       (int)(len < 64 ? len : 64), (const char *)data);
 		fflush(stdout);
 	}
@@ -103,9 +116,15 @@ static int cmd_send(bool mc)
 	if (iov.iov_len > sizeof(buf))
 		die("size", -EMSGSIZE);
 	memset(buf, 'x', sizeof(buf));
-	memcpy(buf, text, strlen(text) < iov.iov_len ? strlen(text) :
-	       iov.iov_len);
 	for (i = 0; i < count; i++) {
+		char t[64];
+		int tl = snprintf(t, sizeof(t), "%s-%ld", text, i + 1);
+
+		/* "TEXT-N " then filler: the receiver sees which one. */
+		if (size < 0)
+			iov.iov_len = (size_t)tl;
+		memcpy(buf, t, (size_t)tl < iov.iov_len ? (size_t)tl :
+		       iov.iov_len);
 		ret = mc ? ibmc__dp_send_mc(dp, mgid, mlid, qkey, &iov, 1) :
 			   ibmc__dp_send_uc(dp, dlid, dqpn, qkey, &iov, 1);
 		if (ret)

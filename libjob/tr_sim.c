@@ -1,0 +1,211 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* tr_sim.c - the sim transport: one endpoint (UD QP) of the simulated
+ * fabric's data plane daemon, through dp_client. Addresses are LID + QPN
+ * + port GID; multicast is a local attach to a group the SM prepared. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "libjob/transport.h"
+#include "sim-fabric/dp_client.h"
+
+/* Address layout: lid (2, LE), qpn (4, LE), port GID (16). */
+struct sim_peer {
+	uint16_t lid;
+	uint32_t qpn;
+};
+
+struct sim_group {
+	struct ibmc_tr_group g;
+	bool used;
+};
+
+struct ibmc_tr {
+	struct ibmc_dp *dp;
+	uint32_t qkey;
+	struct sim_peer *peers;
+	int npeers, peers_cap;
+	struct sim_group *groups;
+	int ngroups;
+};
+
+static int sim_open(const struct ibmc_tr_config *cfg, struct ibmc_tr **out)
+{
+	struct ibmc_tr *tr;
+	int ret;
+
+	if (!cfg || !cfg->node || !*cfg->node)
+		return -EINVAL;
+	tr = calloc(1, sizeof(*tr));
+	if (!tr)
+		return -ENOMEM;
+	tr->qkey = cfg->qkey;
+	ret = ibmc__dp_open(cfg->sim_socket, cfg->node, cfg->qkey, &tr->dp);
+	if (ret) {
+		free(tr);
+		return ret;
+	}
+	*out = tr;
+	return 0;
+}
+
+static void sim_close(struct ibmc_tr *tr)
+{
+	if (!tr)
+		return;
+	ibmc__dp_close(tr->dp);
+	free(tr->peers);
+	free(tr->groups);
+	free(tr);
+}
+
+static int sim_local_addr(struct ibmc_tr *tr, struct ibmc_tr_addr *addr)
+{
+	const struct ibmc_dp_hello_ok *me = ibmc__dp_self(tr->dp);
+
+	memset(addr, 0, sizeof(*addr));
+	addr->bytes[0] = (uint8_t)me->lid;
+	addr->bytes[1] = (uint8_t)(me->lid >> 8);
+	addr->bytes[2] = (uint8_t)me->qpn;
+	addr->bytes[3] = (uint8_t)(me->qpn >> 8);
+	addr->bytes[4] = (uint8_t)(me->qpn >> 16);
+	addr->bytes[5] = (uint8_t)(me->qpn >> 24);
+	memcpy(addr->bytes + 6, me->port_gid, 16);
+	return 0;
+}
+
+static size_t sim_mtu(struct ibmc_tr *tr)
+{
+	return ibmc__dp_self(tr->dp)->mtu;
+}
+
+static int sim_peer_add(struct ibmc_tr *tr, const struct ibmc_tr_addr *addr)
+{
+	struct sim_peer p;
+	int i;
+
+	p.lid = (uint16_t)(addr->bytes[0] | addr->bytes[1] << 8);
+	p.qpn = (uint32_t)addr->bytes[2] | (uint32_t)addr->bytes[3] << 8 |
+		(uint32_t)addr->bytes[4] << 16 | (uint32_t)addr->bytes[5] << 24;
+	if (!p.lid || p.lid >= 0xc000)
+		return -EINVAL;
+	for (i = 0; i < tr->npeers; i++)
+		if (tr->peers[i].lid == p.lid && tr->peers[i].qpn == p.qpn)
+			return i;
+	if (tr->npeers == tr->peers_cap) {
+		int cap = tr->peers_cap * 2 + 16;
+		struct sim_peer *np = realloc(tr->peers,
+					      sizeof(*np) * (size_t)cap);
+
+		if (!np)
+			return -ENOMEM;
+		tr->peers = np;
+		tr->peers_cap = cap;
+	}
+	tr->peers[tr->npeers] = p;
+	return tr->npeers++;
+}
+
+static int sim_send(struct ibmc_tr *tr, int peer, const struct iovec *iov,
+		    int iovcnt)
+{
+	if (peer < 0 || peer >= tr->npeers)
+		return -EINVAL;
+	return ibmc__dp_send_uc(tr->dp, tr->peers[peer].lid,
+				tr->peers[peer].qpn, tr->qkey, iov, iovcnt);
+}
+
+static int sim_mcast_supported(struct ibmc_tr *tr)
+{
+	(void)tr;
+	return 0;
+}
+
+static int sim_mcast_attach(struct ibmc_tr *tr, const struct ibmc_tr_group *g)
+{
+	struct sim_group *ng;
+	int i, ret;
+
+	ret = ibmc__dp_attach(tr->dp, g->mgid, g->mlid);
+	if (ret)
+		return ret;
+	for (i = 0; i < tr->ngroups; i++)
+		if (!tr->groups[i].used)
+			break;
+	if (i == tr->ngroups) {
+		ng = realloc(tr->groups, sizeof(*ng) * (size_t)(i + 1));
+		if (!ng) {
+			ibmc__dp_detach(tr->dp, g->mgid, g->mlid);
+			return -ENOMEM;
+		}
+		tr->groups = ng;
+		tr->ngroups++;
+	}
+	tr->groups[i].g = *g;
+	tr->groups[i].used = true;
+	return i;
+}
+
+static int sim_mcast_detach(struct ibmc_tr *tr, int group)
+{
+	struct sim_group *s;
+
+	if (group < 0 || group >= tr->ngroups || !tr->groups[group].used)
+		return -EINVAL;
+	s = &tr->groups[group];
+	s->used = false;
+	return ibmc__dp_detach(tr->dp, s->g.mgid, s->g.mlid);
+}
+
+static int sim_mcast_send(struct ibmc_tr *tr, int group,
+			  const struct iovec *iov, int iovcnt)
+{
+	const struct ibmc_tr_group *g;
+	size_t len = 0;
+	int i;
+
+	if (group < 0 || group >= tr->ngroups || !tr->groups[group].used)
+		return -EINVAL;
+	g = &tr->groups[group].g;
+	for (i = 0; i < iovcnt; i++)
+		len += iov[i].iov_len;
+	if (g->mtu && len > g->mtu)
+		return -EMSGSIZE;
+	return ibmc__dp_send_mc(tr->dp, g->mgid, g->mlid,
+				g->qkey ? g->qkey : tr->qkey, iov, iovcnt);
+}
+
+static int sim_recv(struct ibmc_tr *tr, struct ibmc_tr_pkt *pkt,
+		    int timeout_ms)
+{
+	struct ibmc_dp_recv h;
+	const void *data;
+	size_t len;
+	int ret;
+
+	ret = ibmc__dp_recv(tr->dp, &h, &data, &len, timeout_ms);
+	if (ret)
+		return ret;
+	pkt->data = data;
+	pkt->len = len;
+	pkt->is_mcast = h.is_mcast;
+	return 0;
+}
+
+const struct ibmc_tr_ops ibmc__tr_sim_ops = {
+	.name = "sim",
+	.open = sim_open,
+	.close = sim_close,
+	.local_addr = sim_local_addr,
+	.mtu = sim_mtu,
+	.peer_add = sim_peer_add,
+	.send = sim_send,
+	.mcast_supported = sim_mcast_supported,
+	.mcast_attach = sim_mcast_attach,
+	.mcast_detach = sim_mcast_detach,
+	.mcast_send = sim_mcast_send,
+	.recv = sim_recv,
+};

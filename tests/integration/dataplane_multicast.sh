@@ -1,0 +1,117 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Multicast goes where the MFTs the SM wrote carry it, and only there: not
+# while a group's MFTs are not programmed, to exactly the job's nodes once
+# the plugin says ready (plus one refresh bound), and nowhere after
+# release. Then the SA proxy: a real join and leave through OpenSM's SA.
+
+# shellcheck disable=SC1091
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
+# shellcheck disable=SC1091
+. "$top_srcdir/tests/lib-dataplane.sh"
+
+plugin_built || skip_all "osm-plugin/.libs/libibmcast_osm.so not built"
+need_cmd ibsim ibsim-utils
+need_cmd opensm opensm
+need_cmd jq jq
+CTL=$top_builddir/tools/ibmcastctl
+need_file "$CTL" "tools/ibmcastctl"
+need_file "$DP_BIN" "sim-fabric/ibmcast-dataplane"
+need_file "$DP_TOOL" "tests/dataplane/dp_tool"
+
+plan 13
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/ibmcast-dpmc.XXXXXX")
+at_exit "rm -rf '$tmp'"
+
+sim_up --hosts 12 --radix 8 || bail_out "fabric did not come up"
+# shellcheck disable=SC1091
+. "$SIM_DIR/env"
+# One refresh bound: the MFT period (15 ms) plus a pass, generously.
+BOUND=0.3
+
+group() { # JOB: "MGID MLID QKEY" of its group 0 once ready
+	"$CTL" --json wait "$1" --timeout-ms 30000 2> /dev/null |
+		jq -r '.job.groups[0] | "\(.mgid) \(.mlid) \(.qkey)"'
+}
+
+# round TAG MGID MLID QKEY: node1 sends 2 packets to the group; receivers
+# on node2..node6 report how many they got: "n2 n3 n4 n5 n6".
+round() {
+	local tag=$1 mgid=$2 mlid=$3 qkey=$4 n res=
+	for n in 2 3 4 5 6; do
+		dp_recv_bg "$tmp/$tag.$n" --node node$n --mgid "$mgid" \
+			--mlid "$mlid" --count 2 --timeout-ms 1500
+	done
+	sleep "$BOUND"	# the receivers' MLID is read once at least
+	# After a release: until the SM has cleared the MFTs.
+	[ -z "${WAIT_EMPTY:-}" ] || wait_until 20 sh -c \
+		"[ -z \"\$('$IBMCAST_SIM' dataplane --dir '$SIM_DIR' status |
+		jq -r '.mlids[] | select(.mlid == $((mlid))) | .members[]')\" ]"
+	"$DP_TOOL" send-mc --node node1 --mgid "$mgid" --mlid "$mlid" \
+		--qkey "$qkey" --count 2 > /dev/null
+	for n in 2 3 4 5 6; do
+		res+="$(dp_got "$tmp/$tag.$n") "
+	done
+	printf '%s\n' "${res% }"
+}
+
+"$CTL" reserve 21 --nodes 'node[1-4]' --groups 1 > /dev/null 2>&1
+read -r mgid mlid qkey <<< "$(group 21)"
+ok "$([ -n "$mgid" ] && [ -n "$mlid" ]; echo $?)" "job 21 is ready with a group ($mlid)"
+# Release: the MFTs lose the MLID; a packet to it now goes nowhere.
+"$CTL" release 21 > /dev/null 2>&1
+mlid_members() {
+	dp_ctl status | jq -r --argjson m "$((mlid))" \
+		'.mlids[] | select(.mlid == $m) | .members | sort | join(",")'
+}
+dp_ctl reset > /dev/null
+is "$(WAIT_EMPTY=1 round before "$mgid" "$mlid" "$qkey")" "0 0 0 0 0" \
+	"a group whose MFTs are not programmed: no node gets its packets"
+nr=$(dp_drop no_route)
+ok "$([ "$nr" -ge 2 ]; echo $?)" "the fabric dropped them (no_route $nr)"
+
+# Reserved again: same job, same MGID (deterministic).
+"$CTL" reserve 21 --nodes 'node[1-4]' --groups 1 > /dev/null 2>&1
+read -r mgid2 mlid qkey <<< "$(group 21)"
+is "$mgid2" "$mgid" "reserved again: the same MGID"
+is "$(round ready "$mgid" "$mlid" "$qkey")" "2 2 2 0 0" \
+	"ready: exactly node2..node4 (the job's other nodes) get both packets"
+is "$(mlid_members)" "node1,node2,node3,node4" \
+	"the daemon's MFT view has exactly the job's nodes"
+sum=$(dp_ctl counters | jq '[.endpoints[] | select(.node == "node5" or .node == "node6") | .rx_packets] | add // 0')
+is "$sum" 0 "node5 and node6 received nothing"
+
+# Q_Key: the receivers took any; a sender's wrong Q_Key still reaches them,
+# but not a QP with its own Q_Key.
+dp_recv_bg "$tmp/qk" --node node3 --qkey 0x5555 --mgid "$mgid" --mlid "$mlid" \
+	--count 1 --timeout-ms 1500
+sleep "$BOUND"
+"$DP_TOOL" send-mc --node node1 --mgid "$mgid" --mlid "$mlid" --qkey 0x4444 > /dev/null
+is "$(dp_got "$tmp/qk")" 0 "multicast with a Q_Key the QP does not have is dropped"
+
+# Released: nowhere again, once the daemon has re-read the MFTs.
+"$CTL" release 21 > /dev/null 2>&1
+wait_until 20 sh -c "[ -z \"\$('$IBMCAST_SIM' dataplane --dir '$SIM_DIR' status |
+	jq -r '.mlids[] | select(.mlid == $((mlid))) | .members[]')\" ]"
+is "$(round after "$mgid" "$mlid" "$qkey")" "0 0 0 0 0" \
+	"released: no node gets the group's packets"
+
+# SA proxy: node7 joins a new group through the daemon (OpenSM creates
+# it), node8 joins it too; the MFTs then carry node7's packets to node8.
+# Not an IPoIB MGID (signature 0x401b/0x601b): OpenSM would check it
+# against the IPoIB broadcast group's Q_Key.
+pm=ff12:1234:ffff:0000:0000:0000:0000:4242
+j7=$("$DP_TOOL" join --node node7 --mgid "$pm" --qkey 0x4242 2>&1)
+like "$j7" "^joined mlid 0xc[0-9a-f]{3} qkey 0x4242 pkey 0xffff" \
+	"a proxy join creates the group in OpenSM's SA" || diag "$j7"
+pmlid=$(awk '{ print $3 }' <<< "$j7")
+j8=$("$DP_TOOL" join --node node8 --mgid "$pm" 2>&1)
+is "$(awk '{ print $3 }' <<< "$j8")" "$pmlid" "a second proxy join gets the same MLID"
+dp_recv_bg "$tmp/sa8" --node node8 --mgid "$pm" --mlid "$pmlid" --count 1 --timeout-ms 5000
+wait_until 20 sh -c "'$IBMCAST_SIM' dataplane --dir '$SIM_DIR' status |
+	jq -e '.mlids[] | select(.mlid == $((pmlid))) | .members | index(\"node8\")'"
+"$DP_TOOL" send-mc --node node7 --mgid "$pm" --mlid "$pmlid" --qkey 0x4242 > /dev/null
+is "$(dp_got "$tmp/sa8")" 1 "the SM programmed the proxy-joined group: node7 reaches node8"
+out=$("$DP_TOOL" join-leave --node node8 --mgid "$pm" 2>&1)
+like "$out" "left" "a proxy leave is accepted by the SA" || diag "$out"

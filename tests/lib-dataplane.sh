@@ -1,0 +1,43 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# Shell helpers for the data plane tests (sourced after tests/lib.sh):
+# endpoints in the background, counters and fault injection.
+# shellcheck shell=bash
+
+DP_TOOL=$top_builddir/tests/dataplane/dp_tool
+DP_BIN=$top_builddir/sim-fabric/ibmcast-dataplane
+
+# dp_ctl ARGS...: one control request to the fabric in SIM_DIR.
+dp_ctl() {
+	"$IBMCAST_SIM" dataplane --dir "$SIM_DIR" "$@"
+}
+
+# dp_recv_bg OUT ARGS...: a receiving endpoint in the background, its
+# output in OUT; returns once it is attached (its "ready" line).
+dp_recv_bg() {
+	local out=$1
+	shift
+	"$DP_TOOL" recv "$@" > "$out" 2>&1 &
+	at_exit "kill $! 2>/dev/null || true"
+	wait_until 20 grep -q '^ready' "$out" || diag "receiver: $(cat "$out")"
+}
+
+# dp_got OUT: how many packets the receiver of OUT got (after it ended).
+dp_got() {
+	local f=$1 i
+	for ((i = 0; i < 300; i++)); do
+		grep -q '^got ' "$f" && break
+		sleep 0.1
+	done
+	sed -n 's/^got //p' "$f"
+}
+
+# dp_link_bytes: "link bytes" of every link that carried something.
+dp_link_bytes() {
+	dp_ctl counters | jq -r '.links[] | select(.packets > 0) |
+		"\(.from)/\(.from_port)>\(.to)/\(.to_port) \(.bytes)"'
+}
+
+# dp_drop CAUSE: the daemon-wide drop counter of CAUSE.
+dp_drop() {
+	dp_ctl counters | jq -r ".drops.$1"
+}
