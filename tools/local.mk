@@ -1,0 +1,9 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# tools added after the foundation (included from Makefile.am).
+
+# ibmcast-run: the launcher of jobs on the simulated fabric without Slurm;
+# its rendezvous server speaks libjob/bootstrap_wire.h.
+bin_PROGRAMS += tools/ibmcast-run
+tools_ibmcast_run_SOURCES = tools/ibmcast-run.c libjob/bootstrap_wire.h
+tools_ibmcast_run_LDADD = common/libibmcast_common.la
+dist_man_MANS += man/ibmcast-run.1
