@@ -7,3 +7,9 @@ bin_PROGRAMS += tools/ibmcast-run
 tools_ibmcast_run_SOURCES = tools/ibmcast-run.c libjob/bootstrap_wire.h
 tools_ibmcast_run_LDADD = common/libibmcast_common.la
 dist_man_MANS += man/ibmcast-run.1
+
+# bcast_check: broadcasts from every root and verifies every byte, through
+# the installed library's public API only; the libjob_* integration tests
+# and tests/bench/bcast_links.sh run it under ibmcast-run.
+check_PROGRAMS += tests/libjob/bcast_check
+tests_libjob_bcast_check_LDADD = libjob/libibmcast.la -lpthread

@@ -1,0 +1,581 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * bcast_check - broadcast from every root for a list of sizes, on one or
+ * more communicators at once (one thread each), and verify every byte.
+ * Uses only the public API; ranks come from ibmc_bootstrap_default() (run it
+ * with ibmcast-run(1) or srun --mpi=pmi2). The bootstrap's own allgather
+ * (not the library) gathers the verdicts, so a broken library cannot hide
+ * its failures.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "ibmcast/ibmcast.h"
+
+#define MAX_SIZES 64
+#define MAX_COMMS 16
+
+struct opts {
+	size_t sizes[MAX_SIZES];
+	int nsizes;
+	int *roots;		/* NULL: every root */
+	int nroots;
+	int ncomms;
+	bool halves;		/* also two half communicators */
+	const char *algo;
+	int reps;
+	bool tap;
+	bool timing;
+	const char *expect;	/* "mcast", "p2p" or NULL */
+	bool quiet;
+};
+
+/* One communicator's work, run by its own thread. */
+struct job {
+	int index;
+	ibmc_comm_t *comm;
+	const struct opts *o;
+	int world_rank;
+	uint64_t ok, bad, mcast, p2p, unexpected;
+	double *times;		/* per size: sum of this rank's seconds */
+	ibmc_comm_stats_t st;
+};
+
+static ibmc_bootstrap_t bs;
+static const char *prog = "bcast_check";
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2),
+						     noreturn));
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "%s: rank %d: ", prog, bs.rank);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(2);
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* "4096", "4K", "1M", "64M" (binary units). */
+static int parse_size(const char *s, size_t *out)
+{
+	unsigned long long v;
+	char *end;
+
+	errno = 0;
+	v = strtoull(s, &end, 10);
+	if (errno || end == s)
+		return -1;
+	if (*end == 'K' || *end == 'k') {
+		v <<= 10;
+		end++;
+	} else if (*end == 'M' || *end == 'm') {
+		v <<= 20;
+		end++;
+	}
+	if (*end || v > UINT32_MAX)
+		return -1;
+	*out = (size_t)v;
+	return 0;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: %s [--sizes LIST] [--roots all|LIST] [--comms N] [--halves]\n"
+		"          [--algo NAME] [--reps N] [--expect mcast|p2p] [--tap]\n"
+		"          [--timing] [--quiet]\n"
+		"Broadcasts from every root (or LIST) each size of LIST (default\n"
+		"1,2,100,4095,4096,4097,65536,1M; K and M suffixes) on N communicators\n"
+		"over all ranks at once (one thread each; --halves adds one over each\n"
+		"half of the ranks), verifying every byte. --algo sets the algorithm\n"
+		"(auto, mcast, binomial, postal); --expect checks which one auto used.\n"
+		"--timing prints per-size completion times (all ranks start together;\n"
+		"end = the last rank's return). Exit 0 when every broadcast on every\n"
+		"rank was correct, 1 if any was not, 2 on setup errors.\n",
+		prog);
+}
+
+static void parse_args(int argc, char **argv, struct opts *o)
+{
+	static const struct option lo[] = {
+		{ "sizes", required_argument, NULL, 's' },
+		{ "roots", required_argument, NULL, 'r' },
+		{ "comms", required_argument, NULL, 'c' },
+		{ "halves", no_argument, NULL, 'H' },
+		{ "algo", required_argument, NULL, 'a' },
+		{ "reps", required_argument, NULL, 'n' },
+		{ "expect", required_argument, NULL, 'e' },
+		{ "tap", no_argument, NULL, 't' },
+		{ "timing", no_argument, NULL, 'T' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "help", no_argument, NULL, 'h' },
+		{ NULL, 0, NULL, 0 },
+	};
+	static const char *defsizes[] = { "1", "2", "100", "4095", "4096",
+					  "4097", "65536", "1M" };
+	char *list, *tok, *save;
+	int c;
+
+	o->ncomms = 1;
+	o->reps = 1;
+	o->algo = NULL;
+	for (c = 0; c < 8; c++)
+		parse_size(defsizes[c], &o->sizes[c]);
+	o->nsizes = 8;
+	while ((c = getopt_long(argc, argv, "s:r:c:Ha:n:e:tTqh", lo,
+				NULL)) != -1) {
+		switch (c) {
+		case 's':
+			o->nsizes = 0;
+			list = strdup(optarg);
+			for (tok = strtok_r(list, ",", &save); tok;
+			     tok = strtok_r(NULL, ",", &save)) {
+				if (o->nsizes == MAX_SIZES ||
+				    parse_size(tok, &o->sizes[o->nsizes]))
+					die("--sizes: bad size '%s'", tok);
+				o->nsizes++;
+			}
+			free(list);
+			if (!o->nsizes)
+				die("--sizes: empty list");
+			break;
+		case 'r':
+			free(o->roots);
+			o->roots = NULL;
+			o->nroots = 0;
+			if (!strcmp(optarg, "all"))
+				break;
+			list = strdup(optarg);
+			for (tok = strtok_r(list, ",", &save); tok;
+			     tok = strtok_r(NULL, ",", &save)) {
+				o->roots = realloc(o->roots, (size_t)(o->nroots + 1) *
+							     sizeof(int));
+				if (!o->roots)
+					die("out of memory");
+				o->roots[o->nroots++] = atoi(tok);
+			}
+			free(list);
+			break;
+		case 'c':
+			o->ncomms = atoi(optarg);
+			if (o->ncomms < 1 || o->ncomms > MAX_COMMS)
+				die("--comms: 1..%d", MAX_COMMS);
+			break;
+		case 'H':
+			o->halves = true;
+			break;
+		case 'a':
+			o->algo = optarg;
+			break;
+		case 'n':
+			o->reps = atoi(optarg);
+			if (o->reps < 1)
+				die("--reps: a positive number");
+			break;
+		case 'e':
+			if (strcmp(optarg, "mcast") && strcmp(optarg, "p2p"))
+				die("--expect: mcast or p2p");
+			o->expect = optarg;
+			break;
+		case 't':
+			o->tap = true;
+			break;
+		case 'T':
+			o->timing = true;
+			break;
+		case 'q':
+			o->quiet = true;
+			break;
+		case 'h':
+			usage(stdout);
+			exit(0);
+		default:
+			usage(stderr);
+			exit(2);
+		}
+	}
+	if (optind < argc)
+		die("unexpected argument '%s'", argv[optind]);
+}
+
+/* The byte pattern of one broadcast: differs per communicator, root, size
+ * and repetition, and along the buffer (so a misplaced fragment shows). */
+static uint32_t seed_of(int comm, int root, size_t len, int rep)
+{
+	uint32_t h = 2166136261u;
+
+	h = (h ^ (uint32_t)comm) * 16777619u;
+	h = (h ^ (uint32_t)root) * 16777619u;
+	h = (h ^ (uint32_t)len) * 16777619u;
+	h = (h ^ (uint32_t)rep) * 16777619u;
+	return h;
+}
+
+static inline uint8_t pattern(uint32_t seed, size_t i)
+{
+	return (uint8_t)(seed + i * 131u + (i >> 8) * 7u + (i >> 16) * 3u);
+}
+
+static void fill(uint8_t *buf, size_t len, uint32_t seed)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		buf[i] = pattern(seed, i);
+}
+
+/* First wrong byte or -1. */
+static long check(const uint8_t *buf, size_t len, uint32_t seed)
+{
+	size_t i;
+
+	for (i = 0; i < len; i++)
+		if (buf[i] != pattern(seed, i))
+			return (long)i;
+	return -1;
+}
+
+/* One broadcast on j's communicator; returns 0 when correct. */
+static int one(struct job *j, uint8_t *buf, int root, int si, int rep,
+	       double *secs)
+{
+	const struct opts *o = j->o;
+	size_t len = o->sizes[si];
+	int me = ibmc_comm_rank(j->comm);
+	uint32_t seed = seed_of(j->index, root, len, rep);
+	const char *algo;
+	double t0;
+	long bad;
+	int rc;
+
+	if (me == root)
+		fill(buf, len, seed);
+	else
+		memset(buf, (int)(~seed & 255), len);
+	t0 = now();
+	rc = ibmc_bcast(j->comm, buf, len, root);
+	*secs = now() - t0;
+	algo = ibmc_comm_last_bcast_algo(j->comm);
+	if (!strcmp(algo, "mcast"))
+		j->mcast++;
+	else
+		j->p2p++;
+	if (o->expect && rc == 0 &&
+	    strcmp(o->expect, "mcast") == !strcmp(algo, "mcast")) {
+		j->unexpected++;
+		if (j->unexpected <= 3)
+			fprintf(stderr, "%s: rank %d: comm %d root %d size "
+				"%zu: algorithm %s, expected %s\n", prog,
+				j->world_rank, j->index, root, len, algo,
+				o->expect);
+	}
+	if (rc) {
+		fprintf(stderr, "%s: rank %d: comm %d root %d size %zu rep %d: "
+			"ibmc_bcast: %s\n", prog, j->world_rank, j->index, root,
+			len, rep, ibmc_strerror(rc));
+		return -1;
+	}
+	bad = check(buf, len, seed);
+	if (bad >= 0) {
+		fprintf(stderr, "%s: rank %d: comm %d root %d size %zu rep %d "
+			"(%s): byte %ld is 0x%02x, not 0x%02x\n", prog,
+			j->world_rank, j->index, root, len, rep, algo, bad,
+			buf[bad], pattern(seed, (size_t)bad));
+		return -1;
+	}
+	return 0;
+}
+
+static void *run_comm(void *arg)
+{
+	struct job *j = arg;
+	const struct opts *o = j->o;
+	int n = ibmc_comm_size(j->comm), si, ri, rep, root, nr;
+	size_t maxlen = 1;
+	double secs;
+	uint8_t *buf;
+
+	for (si = 0; si < o->nsizes; si++)
+		if (o->sizes[si] > maxlen)
+			maxlen = o->sizes[si];
+	buf = malloc(maxlen);
+	if (!buf) {
+		j->bad++;
+		return NULL;
+	}
+	nr = o->roots ? o->nroots : n;
+	for (si = 0; si < o->nsizes; si++)
+		for (rep = 0; rep < o->reps; rep++)
+			for (ri = 0; ri < nr; ri++) {
+				root = o->roots ? o->roots[ri] % n : ri;
+				if (one(j, buf, root, si, rep, &secs))
+					j->bad++;
+				else
+					j->ok++;
+				j->times[si] += secs;
+			}
+	free(buf);
+	ibmc_comm_get_stats(j->comm, &j->st);
+	return NULL;
+}
+
+/* Timing mode: each broadcast starts after a bootstrap barrier, so all
+ * ranks start together; completion = the last rank's end, on the machine's
+ * one monotonic clock (every rank of the simulated fabric runs here). */
+static int run_timed(struct job *j, double *cmpl_med, double *cmpl_max)
+{
+	const struct opts *o = j->o;
+	int n = ibmc_comm_size(j->comm), si, rep, k, root, bad = 0;
+	double secs, mine[2], *all, *samples, t, t0, t1;
+	size_t maxlen = 1;
+	uint8_t *buf;
+
+	for (si = 0; si < o->nsizes; si++)
+		if (o->sizes[si] > maxlen)
+			maxlen = o->sizes[si];
+	buf = malloc(maxlen);
+	all = malloc(sizeof(double) * 2 * (size_t)bs.size);
+	samples = malloc(sizeof(double) * (size_t)o->reps);
+	if (!buf || !all || !samples)
+		die("out of memory");
+	for (si = 0; si < o->nsizes; si++) {
+		for (rep = 0; rep < o->reps; rep++) {
+			root = o->roots ? o->roots[rep % o->nroots] % n :
+					  rep % n;
+			if (bs.allgather(bs.arg, mine, all, sizeof(mine)))
+				die("bootstrap barrier failed");
+			mine[0] = now();
+			if (one(j, buf, root, si, rep, &secs))
+				bad++;
+			else
+				j->ok++;
+			mine[1] = now();
+			if (bs.allgather(bs.arg, mine, all, sizeof(mine)))
+				die("bootstrap allgather failed");
+			/* from the first start to the last end */
+			t0 = all[0];
+			t1 = all[1];
+			for (k = 1; k < bs.size; k++) {
+				if (all[2 * k] < t0)
+					t0 = all[2 * k];
+				if (all[2 * k + 1] > t1)
+					t1 = all[2 * k + 1];
+			}
+			t = t1 - t0;
+			samples[rep] = t;
+		}
+		/* median and max of the repetitions */
+		for (k = 1; k < o->reps; k++)
+			for (rep = k; rep > 0 && samples[rep - 1] > samples[rep];
+			     rep--) {
+				t = samples[rep];
+				samples[rep] = samples[rep - 1];
+				samples[rep - 1] = t;
+			}
+		cmpl_med[si] = o->reps % 2 ? samples[o->reps / 2] :
+			(samples[o->reps / 2 - 1] + samples[o->reps / 2]) / 2;
+		cmpl_max[si] = samples[o->reps - 1];
+	}
+	j->bad += (uint64_t)bad;
+	ibmc_comm_get_stats(j->comm, &j->st);
+	free(samples);
+	free(all);
+	free(buf);
+	return bad;
+}
+
+/* What each rank reports to rank 0 through the bootstrap. */
+struct verdict {
+	uint64_t ok, bad, mcast, p2p, unexpected;
+	uint64_t packets, bytes, retransmits, repairs, timeouts, duplicates;
+};
+
+int main(int argc, char **argv)
+{
+	struct opts o;
+	struct job jobs[MAX_COMMS + 2];
+	pthread_t th[MAX_COMMS + 2];
+	ibmc_context_t *ctx;
+	struct verdict v = { 0 }, *all;
+	int rc, i, k, nj, n, *half = NULL, nhalf = 0;
+	double *med = NULL, *max = NULL, t0;
+
+	memset(&o, 0, sizeof(o));
+	parse_args(argc, argv, &o);
+	rc = ibmc_bootstrap_default(&bs);
+	if (rc) {
+		fprintf(stderr, "%s: no bootstrap: %s (run me with "
+			"ibmcast-run or srun --mpi=pmi2)\n", prog,
+			ibmc_strerror(rc));
+		return 2;
+	}
+	rc = ibmc_init(&bs, &ctx);
+	if (rc)
+		die("ibmc_init: %s", ibmc_strerror(rc));
+	n = ibmc_context_size(ctx);
+	t0 = now();
+
+	nj = 0;
+	for (i = 0; i < o.ncomms; i++, nj++) {
+		memset(&jobs[nj], 0, sizeof(jobs[nj]));
+		rc = ibmc_comm_create(ctx, NULL, 0, &jobs[nj].comm);
+		if (rc)
+			die("ibmc_comm_create %d: %s", i, ibmc_strerror(rc));
+	}
+	if (o.halves && n >= 2) {
+		/* ranks of my half: the first n/2, or the rest */
+		int first = bs.rank < n / 2, lo = first ? 0 : n / 2;
+		int hi = first ? n / 2 : n;
+
+		half = malloc(sizeof(int) * (size_t)n);
+		if (!half)
+			die("out of memory");
+		for (k = lo; k < hi; k++)
+			half[nhalf++] = k;
+		memset(&jobs[nj], 0, sizeof(jobs[nj]));
+		rc = ibmc_comm_create(ctx, half, nhalf, &jobs[nj].comm);
+		if (rc)
+			die("ibmc_comm_create (half): %s", ibmc_strerror(rc));
+		nj++;
+	}
+	for (i = 0; i < nj; i++) {
+		/* the half communicators get one index: their members never
+		 * meet, and the pattern only needs to differ per comm */
+		jobs[i].index = i;
+		jobs[i].o = &o;
+		jobs[i].world_rank = bs.rank;
+		jobs[i].times = calloc((size_t)o.nsizes, sizeof(double));
+		if (!jobs[i].times)
+			die("out of memory");
+		if (o.algo) {
+			rc = ibmc_comm_set_bcast_algo(jobs[i].comm, o.algo);
+			if (rc)
+				die("--algo %s: %s", o.algo, ibmc_strerror(rc));
+		}
+	}
+	if (!o.quiet && bs.rank == 0) {
+		const char *why = NULL;
+
+		rc = ibmc_comm_mcast_state(jobs[0].comm, &why);
+		printf("# %d ranks, %d communicator%s%s, %d sizes, %s roots, "
+		       "algo %s; multicast %s%s%s\n", n, nj, nj > 1 ? "s" : "",
+		       o.halves ? " (with halves)" : "", o.nsizes,
+		       o.roots ? "some" : "all", o.algo ? o.algo : "default",
+		       rc ? "unavailable" : "available", rc ? ": " : "",
+		       rc ? why : "");
+		fflush(stdout);
+	}
+
+	if (o.timing) {
+		med = calloc((size_t)o.nsizes, sizeof(double));
+		max = calloc((size_t)o.nsizes, sizeof(double));
+		if (!med || !max)
+			die("out of memory");
+		run_timed(&jobs[0], med, max);
+	} else {
+		for (i = 0; i < nj; i++)
+			if (pthread_create(&th[i], NULL, run_comm, &jobs[i]))
+				die("pthread_create failed");
+		for (i = 0; i < nj; i++)
+			pthread_join(th[i], NULL);
+	}
+	for (i = 0; i < (o.timing ? 1 : nj); i++) {
+		v.ok += jobs[i].ok;
+		v.bad += jobs[i].bad;
+		v.mcast += jobs[i].mcast;
+		v.p2p += jobs[i].p2p;
+		v.unexpected += jobs[i].unexpected;
+		v.packets += jobs[i].st.packets_sent;
+		v.bytes += jobs[i].st.bytes_sent;
+		v.retransmits += jobs[i].st.retransmits;
+		v.repairs += jobs[i].st.repairs;
+		v.timeouts += jobs[i].st.timeouts;
+		v.duplicates += jobs[i].st.duplicates;
+	}
+
+	all = calloc((size_t)bs.size, sizeof(*all));
+	if (!all)
+		die("out of memory");
+	rc = bs.allgather(bs.arg, &v, all, sizeof(v));
+	if (rc)
+		die("gathering the verdicts: %s", ibmc_strerror(rc));
+	memset(&v, 0, sizeof(v));
+	for (i = 0; i < bs.size; i++) {
+		v.ok += all[i].ok;
+		v.bad += all[i].bad;
+		v.mcast += all[i].mcast;
+		v.p2p += all[i].p2p;
+		v.unexpected += all[i].unexpected;
+		v.packets += all[i].packets;
+		v.bytes += all[i].bytes;
+		v.retransmits += all[i].retransmits;
+		v.repairs += all[i].repairs;
+		v.timeouts += all[i].timeouts;
+		v.duplicates += all[i].duplicates;
+	}
+	if (bs.rank == 0) {
+		if (o.tap) {
+			printf("%s - %d ranks, %d comms: %" PRIu64
+			       " broadcasts correct on every rank, %" PRIu64
+			       " wrong or failed\n", v.bad ? "not ok" : "ok", n,
+			       nj, v.ok, v.bad);
+			if (o.expect)
+				printf("%s - algorithm %s as expected (%" PRIu64
+				       " times not)\n",
+				       v.unexpected ? "not ok" : "ok", o.expect,
+				       v.unexpected);
+		}
+		printf("%sresult ranks=%d comms=%d ok=%" PRIu64 " bad=%" PRIu64
+		       " mcast=%" PRIu64 " p2p=%" PRIu64 " unexpected=%" PRIu64
+		       " seconds=%.2f\n", o.tap ? "# " : "", n, nj, v.ok, v.bad,
+		       v.mcast, v.p2p, v.unexpected, now() - t0);
+		printf("%sstats packets=%" PRIu64 " bytes=%" PRIu64
+		       " retransmits=%" PRIu64 " repairs=%" PRIu64
+		       " timeouts=%" PRIu64 " duplicates=%" PRIu64 "\n",
+		       o.tap ? "# " : "", v.packets, v.bytes, v.retransmits,
+		       v.repairs, v.timeouts, v.duplicates);
+		if (o.timing)
+			for (i = 0; i < o.nsizes; i++)
+				printf("%stime size=%zu algo=%s reps=%d "
+				       "median_us=%.1f max_us=%.1f\n",
+				       o.tap ? "# " : "", o.sizes[i],
+				       ibmc_comm_last_bcast_algo(jobs[0].comm),
+				       o.reps, med[i] * 1e6, max[i] * 1e6);
+		fflush(stdout);
+	}
+
+	for (i = nj - 1; i >= 0; i--) {
+		ibmc_comm_free(jobs[i].comm);
+		free(jobs[i].times);
+	}
+	ibmc_finalize(ctx);
+	ibmc_bootstrap_fini(&bs);
+	free(all);
+	free(half);
+	free(med);
+	free(max);
+	free(o.roots);
+	return v.bad || v.unexpected ? 1 : 0;
+}
