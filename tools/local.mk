@@ -13,3 +13,7 @@ dist_man_MANS += man/ibmcast-run.1
 # and tests/bench/bcast_links.sh run it under ibmcast-run.
 check_PROGRAMS += tests/libjob/bcast_check
 tests_libjob_bcast_check_LDADD = libjob/libibmcast.la -lpthread
+EXTRA_DIST += tests/lib-libjob.sh
+if BUILD_OSM_PLUGIN
+TESTS += tests/integration/libjob_bcast.sh
+endif

@@ -1,0 +1,95 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# Shell helpers for the libjob tests and benchmark on the simulated fabric
+# (sourced after tests/lib.sh): jobs, their IBMCAST_* environment, ranks
+# started by ibmcast-run, and the data plane's faults and counters.
+#
+# Needs:    libjob_need                     (skips or bails out as lib.sh does)
+# Jobs:     libjob_reserve JOB HOSTLIST GROUPS   (reserve + wait until ready)
+#           ibmcast_env_from_wait JOB       (export IBMCAST_JOB/STATE/GROUPS/
+#                                            NGROUPS/REASON as spank would)
+# Ranks:    bcast_run MSG NRANKS HOSTLIST [ibmcast-run options] -- [bcast_check
+#           options]: one TAP result; the output is in $BCAST_OUT
+#           bcast_field KEY: KEY=VALUE of bcast_check's result/stats lines
+# Fabric:   dp_ctl ARGS... (ibmcast-sim dataplane on $SIM_DIR)
+#           dp_total_link_bytes: bytes carried over every link since reset
+# shellcheck shell=bash
+
+IBMCAST_RUN=$top_builddir/tools/ibmcast-run
+BCAST_CHECK=$top_builddir/tests/libjob/bcast_check
+IBMCASTCTL=$top_builddir/tools/ibmcastctl
+BCAST_OUT=
+# Every broadcast that sees no progress for this long fails (ETIMEDOUT):
+# a bug shows as a failure, never as a hung test.
+export IBMCAST_BCAST_TIMEOUT_MS=${IBMCAST_BCAST_TIMEOUT_MS:-30000}
+
+libjob_need() {
+	plugin_built || skip_all "osm-plugin/.libs/libibmcast_osm.so not built"
+	need_cmd ibsim ibsim-utils
+	need_cmd opensm opensm
+	need_cmd jq jq
+	need_file "$IBMCAST_RUN" "tools/ibmcast-run"
+	need_file "$BCAST_CHECK" "tests/libjob/bcast_check"
+	need_file "$IBMCASTCTL" "tools/ibmcastctl"
+	need_file "$top_builddir/sim-fabric/ibmcast-dataplane" \
+		"sim-fabric/ibmcast-dataplane"
+}
+
+dp_ctl() {
+	"$IBMCAST_SIM" dataplane --dir "$SIM_DIR" "$@"
+}
+
+# The sum of the bytes every link carried since the last reset.
+dp_total_link_bytes() {
+	dp_ctl counters | jq '[.links[].bytes] | add // 0'
+}
+
+libjob_reserve() {
+	local job=$1 nodes=$2 groups=$3 state
+	"$IBMCASTCTL" reserve "$job" --nodes "$nodes" --groups "$groups" \
+		> /dev/null || return 1
+	state=$("$IBMCASTCTL" --json wait "$job" --timeout-ms 30000 |
+		jq -r .job.state)
+	[ "$state" = ready ] || { diag "job $job is $state"; return 1; }
+}
+
+# ibmcast_env_from_wait JOB: what the SPANK plugin exports, from the
+# control server's wait reply (docs/environment.md), into this shell.
+ibmcast_env_from_wait() {
+	local job=$1 reply
+	reply=$("$IBMCASTCTL" --json wait "$job" --timeout-ms 30000) || return 1
+	export IBMCAST_JOB=$job
+	IBMCAST_STATE=$(jq -r '.job.state | if . == "ready" then . else
+		"unavailable" end' <<< "$reply")
+	IBMCAST_GROUPS=$(jq -r '.job as $j | [$j.groups[] |
+		"\(.mgid)/\(.mlid)/\($j.qkey)/\($j.pkey)/\(pow(2; .mtu + 7))"]
+		| join(" ")' <<< "$reply")
+	IBMCAST_NGROUPS=$(jq -r '.job.groups | length' <<< "$reply")
+	export IBMCAST_STATE IBMCAST_GROUPS IBMCAST_NGROUPS
+}
+
+# bcast_run MSG NRANKS HOSTLIST [run options] -- [bcast_check options]
+bcast_run() {
+	local msg=$1 n=$2 nodes=$3 rc=0 runopts=()
+	shift 3
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do
+		runopts+=("$1")
+		shift
+	done
+	[ $# -gt 0 ] && shift
+	BCAST_OUT=$("$IBMCAST_RUN" -n "$n" --nodes "$nodes" --timeout 120 \
+		"${runopts[@]}" -- "$BCAST_CHECK" "$@" 2>&1) || rc=$?
+	if [ "$rc" = 0 ]; then
+		ok 0 "$msg"
+		diag "$(grep -E '^(# )?(result|stats) ' <<< "$BCAST_OUT")"
+	else
+		ok 1 "$msg" || true
+		diag "exit $rc: ibmcast-run -n $n --nodes $nodes ${runopts[*]}" \
+			"-- bcast_check $*" "$(tail -n 30 <<< "$BCAST_OUT")"
+		return 1
+	fi
+}
+
+# bcast_field KEY: the value of KEY=VALUE in the last bcast_run's output.
+bcast_field() {
+	grep -oE "(^|[ ])$1=[^ ]+" <<< "$BCAST_OUT" | tail -n 1 | cut -d= -f2
+}
