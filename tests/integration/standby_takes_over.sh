@@ -20,29 +20,24 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/ibmcast-sb.XXXXXX")
 at_exit "rm -rf '$tmp'"
 cd "$tmp" || bail_out "cd $tmp"
 
-# Under ibsim a master OpenSM sometimes hangs for good right after a
-# standby joins, plugin or not (its sweeper waits on a QP0 MAD that umad2sim
-# never answers nor times out; seen with --no-plugin too). That is the
-# simulator, not what this test is about: make the master prove it still
-# sweeps (SIGHUP -> a new SUBNET UP) and bring up a fresh fabric if not.
-sweeps() { grep -c 'SUBNET UP' "$SIM_DIR/opensm.log" 2>/dev/null || echo 0; }
+# A master OpenSM queries the standby's SMInfo; under load the standby
+# may leave a query unanswered. umad2sim never times such a MAD out, so the
+# master's state manager used to wait for it for good and never sweep
+# again; ibmcast-sim now preloads libibmcast_umadtimeout.so, which returns
+# it as timed out, like the kernel. Prove the master still sweeps
+# (SIGHUP -> a new SUBNET UP); its sweep may wait out such timeouts.
+sweeps() { count_matches "$SIM_DIR/opensm.log" 'SUBNET UP'; }
 master_sweeps() {
 	local before pid
 	before=$(sweeps)
 	read -r pid _ < "$SIM_DIR/pids/opensm" || return 1
 	kill -HUP "$pid" || return 1
-	wait_until 10 eval '[ "$(sweeps)" -gt "$before" ]'
+	wait_until 60 eval '[ "$(sweeps)" -gt "$before" ]'
 }
-up=1
-for try in 1 2 3; do
-	if sim_up --hosts 32 --radix 8 --sms 2 && master_sweeps; then
-		up=0
-		break
-	fi
-	diag "try $try: the master stopped sweeping after the standby joined (simulator); new fabric"
-	sim_down "$SIM_DIR" > /dev/null
-done
-ok "$up" "fabric up with two SMs, the master sweeping" || bail_out "no working two-SM fabric in 3 tries"
+sim_up --hosts 32 --radix 8 --sms 2 || bail_out "fabric with two SMs did not come up"
+master_sweeps
+ok $? "the master keeps sweeping after the standby joined" ||
+	bail_out "the master stopped sweeping: $(tail -3 "$SIM_DIR/opensm.out")"
 # shellcheck disable=SC1091
 . "$SIM_DIR/env"
 sm1() { "$CTL" --server "$IBMCAST_SERVER_SM1" "$@"; }
