@@ -18,4 +18,14 @@ sim_fabric_ibmcast_dataplane_LDADD = common/libibmcast_common.la \
 check_PROGRAMS += tests/dataplane/dp_tool
 tests_dataplane_dp_tool_SOURCES = tests/dataplane/dp_tool.c \
 	sim-fabric/dp_client.c sim-fabric/dp_client.h
+# Own object names: libibmcast builds dp_client.c with libtool too.
+tests_dataplane_dp_tool_CPPFLAGS = $(AM_CPPFLAGS)
 endif
+
+if BUILD_OSM_PLUGIN
+TESTS += tests/integration/dataplane_unicast.sh \
+	tests/integration/dataplane_multicast.sh \
+	tests/integration/dataplane_faults.sh
+endif
+EXTRA_DIST += tests/lib-dataplane.sh
+dist_man_MANS += man/ibmcast-dataplane.8
