@@ -17,3 +17,10 @@ EXTRA_DIST += tests/lib-libjob.sh
 if BUILD_OSM_PLUGIN
 TESTS += tests/integration/libjob_bcast.sh
 endif
+
+# bootstrap_check: the bootstraps alone (ibmcast-run's socket, PMI2 under
+# srun), several allgather rounds verified; run by libjob_run.sh.
+check_PROGRAMS += tests/libjob/bootstrap_check
+tests_libjob_bootstrap_check_LDADD = libjob/libibmcast.la
+TESTS += tests/integration/libjob_run.sh
+dist_man_MANS += man/ibmc_bootstrap.3
