@@ -16,6 +16,9 @@ tests_libjob_bcast_check_LDADD = libjob/libibmcast.la -lpthread
 EXTRA_DIST += tests/lib-libjob.sh
 if BUILD_OSM_PLUGIN
 TESTS += tests/integration/libjob_bcast.sh
+if BUILD_SPANK
+TESTS += tests/integration/libjob_pmi2.sh
+endif
 endif
 
 # bootstrap_check: the bootstraps alone (ibmcast-run's socket, PMI2 under
