@@ -39,8 +39,12 @@ int main(int argc, char **argv)
 		len = sizes[k % (int)(sizeof(sizes) / sizeof(sizes[0]))];
 		in = malloc(len);
 		out = malloc(len * (size_t)bs.size);
-		if (!in || !out)
+		if (!in || !out) {
+			free(in);
+			free(out);
+			ibmc_bootstrap_fini(&bs);
 			return 2;
+		}
 		for (i = 0; i < len; i++)
 			in[i] = byte_of(bs.rank, k, i);
 		rc = bs.allgather(bs.arg, in, out, len);
@@ -48,6 +52,9 @@ int main(int argc, char **argv)
 			fprintf(stderr, "bootstrap_check: rank %d: round %d "
 				"(%zu bytes): %s\n", bs.rank, k, len,
 				ibmc_strerror(rc));
+			free(in);
+			free(out);
+			ibmc_bootstrap_fini(&bs);
 			return 2;
 		}
 		for (r = 0; r < bs.size; r++)
