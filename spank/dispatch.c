@@ -57,6 +57,15 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
 	}
 }
 
+int slurm_spank_task_init(spank_t sp, int ac, char **av)
+{
+	(void)ac;
+	(void)av;
+	if (loaded <= 0 || spank_context() != S_CTX_REMOTE)
+		return 0;
+	return spank_stepd_task_init(sp, &conf);
+}
+
 int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
 {
 	if (load(ac, av))

@@ -15,7 +15,8 @@ static unsigned groups_given;
 
 static int groups_of(const char *arg, unsigned *groups)
 {
-	if (!arg || !arg[0]) {
+	/* Slurm passes a missing optional value on as "" or "(null)". */
+	if (!arg || !arg[0] || !strcmp(arg, "(null)")) {
 		*groups = oconf->groups;
 		return 0;
 	}
@@ -71,8 +72,5 @@ int spank_option_job_groups(spank_t sp, const struct spank_conf *conf,
 	*groups = 0;
 	if (spank_option_getopt(sp, &opt_ibmcast, &arg) != ESPANK_SUCCESS)
 		return 0;
-	/* Slurm passes a missing optional value as "" or "(null)". */
-	if (arg && !strcmp(arg, "(null)"))
-		arg = NULL;
 	return groups_of(arg, groups) ? -EINVAL : 0;
 }

@@ -32,6 +32,7 @@ static struct {
 	bool reserved;  /* this node reserved a step-only pool */
 	uint32_t id;
 	char node[64];
+	char fail[512]; /* required=1 and no ready pool: why */
 } step;
 
 static int getenv_s(spank_t sp, const char *name, char *buf, int len)
@@ -117,8 +118,13 @@ static void reserve(const struct spank_conf *c, const struct step_info *si,
 		rc = spank_pool_renew(c, id, why, sizeof(why));
 	if (rc) {
 		p->state = SPANK_POOL_UNAVAILABLE;
-		snprintf(p->reason, sizeof(p->reason), "reserving pool %u on "
-			 "%.60s: %.160s", id, nodes, why);
+		if (rc == -EPERM || rc == -EIO || rc == -ENOENT)
+			snprintf(p->reason, sizeof(p->reason), "reserving "
+				 "pool %u on %.60s: %.160s", id, nodes, why);
+		else
+			snprintf(p->reason, sizeof(p->reason), "control "
+				 "server %.60s unreachable: %.160s", c->server,
+				 why);
 		return;
 	}
 	if (!jobwide && !created) {
@@ -152,6 +158,8 @@ int spank_stepd_post_opt(spank_t sp, const struct spank_conf *c)
 	const char *nodes;
 	unsigned groups;
 	bool jobwide, ready;
+	enum spank_pool_state state;
+	char reason[sizeof(p.reason)];
 	uint32_t id;
 	int rc;
 
@@ -161,7 +169,10 @@ int spank_stepd_post_opt(spank_t sp, const struct spank_conf *c)
 	if (step_info(sp, &si)) {
 		if (!spank_option_groups())
 			return 0;
-		return c->required ? -1 : 0;
+		if (c->required)
+			snprintf(step.fail, sizeof(step.fail), "cannot tell "
+				 "this step's job, nodes or name (required=1)");
+		return 0;
 	}
 	jobwide = !spank_marker_get_job(c->statedir, si.node, si.job, &jw);
 	if (!jobwide && (!spank_option_groups() || si.stepid == STEP_BATCH))
@@ -197,13 +208,31 @@ tell:
 			  " (the job runs without multicast)");
 	rc = spank_env_export(sp, c, id, si.node, &p);
 	ready = p.state == SPANK_POOL_READY;
+	state = p.state;
+	snprintf(reason, sizeof(reason), "%s", p.reason);
 	spank_pool_clear(&p);
 	if (rc)
 		spank_err(CTX, "job %u step %u: cannot set IBMCAST_* in the "
 			  "tasks' environment", si.job, si.stepid);
+	/* Fail the tasks, not this callback: a failing init_post_opt shows
+	 * the user only "Plugin initialization failed", and on a batch step
+	 * it drains the node. A task failing in task_init tells its own
+	 * stderr why and ends the step or job with an error. */
 	if (c->required && (rc || !ready))
-		return -1;
+		snprintf(step.fail, sizeof(step.fail), "job %u step %u on %s: "
+			 "multicast %s: %s (required=1)", si.job, si.stepid,
+			 si.node, spank_pool_state_name(state), reason);
 	return 0;
+}
+
+int spank_stepd_task_init(spank_t sp, const struct spank_conf *c)
+{
+	(void)sp;
+	(void)c;
+	if (!step.fail[0])
+		return 0;
+	fprintf(stderr, "ibmcast: %s\n", step.fail);
+	return -1;
 }
 
 int spank_stepd_exit(spank_t sp, const struct spank_conf *c)

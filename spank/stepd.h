@@ -11,5 +11,7 @@
 
 int spank_stepd_post_opt(spank_t sp, const struct spank_conf *conf);
 int spank_stepd_exit(spank_t sp, const struct spank_conf *conf);
+/* In each task (as the user): fail it when required=1 found no pool. */
+int spank_stepd_task_init(spank_t sp, const struct spank_conf *conf);
 
 #endif
