@@ -11,6 +11,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "common/client.h"
 #include "common/hostlist.h"
@@ -49,6 +51,8 @@ static void usage(FILE *f)
 "  release JOB\n"
 "  renew JOB [--lease S]\n"
 "  status [JOB]\n"
+"  gc [--dry-run] [--squeue PATH]  release reservations whose Slurm job\n"
+"                           is gone (squeue: $IBMCAST_SQUEUE or squeue)\n"
 "\n"
 "Options:\n"
 "  -s, --server ADDR        control server (unix:/path, /path, tcp:HOST:PORT,\n"
@@ -454,6 +458,219 @@ static int run(enum ibmc_op op, struct ibmc_request *req, struct opts *o,
 	return status;
 }
 
+/* --- gc: release reservations whose Slurm job is gone --------------------- */
+
+/* A reservation's Slurm job: the id itself, or for the SPANK plugin's
+ * step-only pools (top bit set) the job packed above 5 step bits. */
+static uint32_t gc_slurm_job(uint32_t id)
+{
+	return id & 0x80000000U ? (id & 0x7fffffffU) >> 5 : id;
+}
+
+/* Slurm states after which a job holds nothing (squeue %T). */
+static bool gc_state_ended(const char *s)
+{
+	static const char *const ended[] = {
+		"COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL",
+		"PREEMPTED", "BOOT_FAIL", "DEADLINE", "OUT_OF_MEMORY",
+		"REVOKED", NULL,
+	};
+	int i;
+
+	for (i = 0; ended[i]; i++)
+		if (!strcmp(s, ended[i]))
+			return true;
+	return false;
+}
+
+struct gc_job {
+	uint32_t id;
+	char state[32];
+};
+
+/* Run squeue (no shell) and collect every job Slurm still knows with its
+ * state. Any failure is fatal to gc: releasing on a wrong picture of
+ * Slurm would tear down running jobs' groups. */
+static int gc_slurm_jobs(const char *squeue, struct gc_job **out, size_t *n)
+{
+	char *argv[] = { (char *)squeue, "-h", "-o", "%A %T", "--states=all",
+			 NULL };
+	struct gc_job *jobs = NULL, *nj;
+	char line[256], state[32];
+	size_t cap = 0, cnt = 0;
+	unsigned long id;
+	int fds[2], status;
+	FILE *f;
+	pid_t pid;
+
+	if (pipe(fds))
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		close(fds[0]);
+		close(fds[1]);
+		return -errno;
+	}
+	if (pid == 0) {
+		dup2(fds[1], 1);
+		close(fds[0]);
+		close(fds[1]);
+		execvp(squeue, argv);
+		fprintf(stderr, "%s: gc: cannot run %s: %s\n", prog, squeue,
+			strerror(errno));
+		_exit(127);
+	}
+	close(fds[1]);
+	f = fdopen(fds[0], "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		if (sscanf(line, "%lu %31s", &id, state) != 2 || !id ||
+		    id > UINT32_MAX)
+			continue;
+		if (cnt == cap) {
+			cap = cap ? 2 * cap : 64;
+			nj = realloc(jobs, cap * sizeof(*jobs));
+			if (!nj)
+				break;
+			jobs = nj;
+		}
+		jobs[cnt].id = (uint32_t)id;
+		snprintf(jobs[cnt].state, sizeof(jobs[cnt].state), "%s",
+			 state);
+		cnt++;
+	}
+	if (f)
+		fclose(f);
+	else
+		close(fds[0]);
+	if (waitpid(pid, &status, 0) < 0 || !WIFEXITED(status) ||
+	    WEXITSTATUS(status) != 0) {
+		free(jobs);
+		return -ECHILD;
+	}
+	*out = jobs;
+	*n = cnt;
+	return 0;
+}
+
+static int gc_call(struct opts *o, json_t *req, json_t **reply)
+{
+	char detail[512];
+	int rc;
+
+	rc = ibmc__client_call(o->server, o->munge_socket, req, o->timeout_ms,
+			       reply, detail, sizeof(detail));
+	json_decref(req);
+	if (rc) {
+		fprintf(stderr, "%s: gc: %s\n", prog, detail);
+		return EXIT_TRANSPORT;
+	}
+	if (!json_is_true(json_object_get(*reply, "ok"))) {
+		fprintf(stderr, "%s: gc: %s: %s\n", prog,
+			str_or(*reply, "error", "unknown"),
+			str_or(*reply, "detail", "(no detail)"));
+		json_decref(*reply);
+		*reply = NULL;
+		return EXIT_SERVER;
+	}
+	return 0;
+}
+
+static int cmd_gc(int argc, char **argv, struct opts *o)
+{
+	static const struct option gc_opts[] = {
+		{ "dry-run", no_argument, NULL, 'n' },
+		{ "squeue", required_argument, NULL, 'q' },
+		{ "server", required_argument, NULL, 's' },
+		{ "munge-socket", required_argument, NULL, 'm' },
+		{ "timeout-ms", required_argument, NULL, 't' },
+		{ "json", no_argument, NULL, 'j' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *squeue = getenv("IBMCAST_SQUEUE");
+	struct gc_job *jobs = NULL;
+	size_t njobs = 0, i, k;
+	bool dry = false;
+	json_t *st = NULL, *r, *j;
+	int c, rc, status = 0, released = 0, kept = 0;
+
+	if (!squeue || !*squeue)
+		squeue = "squeue";
+	optind = 0;
+	while ((c = getopt_long(argc, argv, ":nq:s:m:t:j", gc_opts, NULL)) !=
+	       -1) {
+		switch (c) {
+		case 'n':
+			dry = true;
+			break;
+		case 'q':
+			squeue = optarg;
+			break;
+		case 's':
+		case 'm':
+		case 't':
+		case 'j':
+			rc = global_opt(c, optarg, o);
+			if (rc)
+				return rc;
+			break;
+		default:
+			return usage_error("gc: bad option '%s'",
+					   argv[optind - 1]);
+		}
+	}
+	if (optind < argc)
+		return usage_error("gc: unexpected argument '%s'",
+				   argv[optind]);
+	if (!o->server)
+		return usage_error("no server: use --server ADDR or set "
+				   "IBMCAST_SERVER");
+	rc = gc_call(o, json_pack("{s:s}", "op", "status"), &st);
+	if (rc)
+		return rc;
+	rc = gc_slurm_jobs(squeue, &jobs, &njobs);
+	if (rc) {
+		fprintf(stderr, "%s: gc: '%s -h -o \"%%A %%T\" --states=all' "
+			"failed; releasing nothing\n", prog, squeue);
+		json_decref(st);
+		return EXIT_TRANSPORT;
+	}
+	json_array_foreach(json_object_get(st, "jobs"), i, j) {
+		json_int_t id = json_integer_value(json_object_get(j, "job"));
+		uint32_t sj = gc_slurm_job((uint32_t)id);
+		const char *state = NULL;
+
+		for (k = 0; k < njobs; k++)
+			if (jobs[k].id == sj)
+				state = jobs[k].state;
+		if (state && !gc_state_ended(state)) {
+			printf("kept %" JSON_INTEGER_FORMAT " (Slurm job %u "
+			       "%s)\n", id, sj, state);
+			kept++;
+			continue;
+		}
+		if (dry) {
+			printf("would release %" JSON_INTEGER_FORMAT " (Slurm "
+			       "job %u %s)\n", id, sj, state ? state : "gone");
+			continue;
+		}
+		rc = gc_call(o, json_pack("{s:s, s:I}", "op", "release", "job",
+					  id), &r);
+		if (rc) {
+			status = rc;
+			continue;
+		}
+		json_decref(r);
+		printf("released %" JSON_INTEGER_FORMAT " (Slurm job %u %s)\n",
+		       id, sj, state ? state : "gone");
+		released++;
+	}
+	printf("gc: %d released, %d kept%s\n", released, kept,
+	       dry ? " (dry run)" : "");
+	free(jobs);
+	json_decref(st);
+	return status;
+}
+
 int main(int argc, char **argv)
 {
 	struct opts o = { .timeout_ms = DEFAULT_TIMEOUT_MS };
@@ -491,6 +708,8 @@ int main(int argc, char **argv)
 	if (optind >= argc)
 		return usage_error("no command given");
 	cmd = argv[optind];
+	if (!strcmp(cmd, "gc"))
+		return cmd_gc(argc - optind, argv + optind, &o);
 	op = ibmc__op_from_name(cmd);
 	if (op < 0)
 		return usage_error("unknown command '%s'", cmd);
