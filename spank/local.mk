@@ -6,7 +6,7 @@
 # /usr/lib/<triplet>/slurm-wlm: `make install spankdir=...` or give the
 # full path in plugstack.conf.
 dist_man_MANS += man/ibmcast_spank.8
-EXTRA_DIST += spank/ibmcast_spank.map tests/lib-slurm.sh
+EXTRA_DIST += spank/ibmcast_spank.map tests/lib-slurm.sh tests/slurm
 
 if BUILD_SPANK
 spankdir = $(libdir)/slurm
