@@ -122,7 +122,7 @@ slurm_logs() {
 	for f in "$SLURM_DIR"/log/*.log; do
 		[ -e "$f" ] || continue
 		echo "==== $f"
-		tail -n 60 "$f"
+		grep -E "ibmcast|error" "$f" | grep -v "pmix\|MailProg\|state file\|Trying backup" | tail -n 25
 	done
 }
 
