@@ -37,7 +37,6 @@ TESTS += tests/slurm/test_spank_conf
 TESTS += \
 	tests/integration/slurm_step_pool.sh \
 	tests/integration/slurm_job_pool.sh \
-	tests/integration/slurm_release_on_failure.sh \
 	tests/integration/slurm_sm_down.sh \
 	tests/integration/slurm_gc.sh
 endif
