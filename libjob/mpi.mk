@@ -1,0 +1,23 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# libibmcast_mpi: the PMPI shim that LD_PRELOAD (or -libmcast_mpi) puts
+# under unmodified MPI programs (included from Makefile.am).
+
+if BUILD_MPI_SHIM
+lib_LTLIBRARIES += libjob/libibmcast_mpi.la
+libjob_libibmcast_mpi_la_SOURCES = libjob/mpi_shim.c
+libjob_libibmcast_mpi_la_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
+# Only the MPI entry points it wraps: libibmcast stays behind its own map.
+libjob_libibmcast_mpi_la_LDFLAGS = -version-info 0:0:0 \
+	-export-symbols-regex '^MPI_'
+libjob_libibmcast_mpi_la_LIBADD = libjob/libibmcast.la $(MPI_LIBS)
+dist_man_MANS += man/libibmcast_mpi.7
+
+# An MPI program that knows nothing of ibmcast; mpi_shim.sh runs it with
+# and without the shim preloaded on the simulated fabric.
+check_PROGRAMS += tests/mpi/bcast_mpi
+tests_mpi_bcast_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
+tests_mpi_bcast_mpi_LDADD = $(MPI_LIBS)
+if BUILD_OSM_PLUGIN
+TESTS += tests/integration/mpi_shim.sh
+endif
+endif

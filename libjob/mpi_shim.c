@@ -1,0 +1,499 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * libibmcast_mpi: a PMPI shim that gives unmodified MPI programs
+ * libibmcast's multicast broadcast. MPI_Init bootstraps a context over
+ * PMPI_Allgather; every intracommunicator made by MPI_Comm_dup/split/create
+ * (and MPI_COMM_WORLD) gets an ibmc communicator at creation, cached as an
+ * attribute; MPI_Bcast on those goes through ibmc_bcast. Anything that
+ * fails at setup leaves the program on plain MPI; see libibmcast_mpi(7).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <mpi.h>
+
+#include "ibmcast/ibmcast.h"
+
+#define SHIM "ibmcast_mpi"
+
+/* Counters of one rank, printed by rank 0 at MPI_Finalize when verbose. */
+struct tally {
+	unsigned long shim;		/* broadcasts through ibmc_bcast */
+	unsigned long mcast, binomial, postal, other;
+	unsigned long packed;		/* ... of them a non-contiguous type */
+	unsigned long passthrough;	/* handed to PMPI_Bcast */
+	unsigned long comms;		/* ibmc communicators made */
+	unsigned long comms_p2p;	/* ... of them without multicast */
+	ibmc_comm_stats_t freed;	/* stats of communicators already freed */
+};
+
+static struct {
+	int on;			/* context up, communicators are mapped */
+	int finalized;		/* after ibmc_finalize: attributes are stale */
+	int verbose;		/* 1: summary at finalize, 2: every bcast */
+	int rank;		/* in MPI_COMM_WORLD */
+	int keyval;
+	MPI_Comm boot;		/* private dup of MPI_COMM_WORLD */
+	MPI_Group world;
+	ibmc_context_t *ctx;
+	ibmc_comm_t **live;	/* mapped communicators not yet freed */
+	int nlive, maxlive;
+	struct tally t;
+} S = { .keyval = MPI_KEYVAL_INVALID, .boot = MPI_COMM_NULL,
+	.world = MPI_GROUP_NULL };
+
+/* rank 0 only: the shim's messages must not repeat once per rank */
+static void say0(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void say0(const char *fmt, ...)
+{
+	va_list ap;
+
+	if (S.rank != 0)
+		return;
+	va_start(ap, fmt);
+	fprintf(stderr, SHIM ": ");
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	va_end(ap);
+}
+
+static int env_int(const char *name, int dflt)
+{
+	const char *v = getenv(name);
+	char *end;
+	long l;
+
+	if (!v || !*v)
+		return dflt;
+	l = strtol(v, &end, 10);
+	return *end ? dflt : (int)l;
+}
+
+static void stats_add(ibmc_comm_stats_t *to, const ibmc_comm_stats_t *s)
+{
+	to->bcasts += s->bcasts;
+	to->mcast_bcasts += s->mcast_bcasts;
+	to->packets_sent += s->packets_sent;
+	to->bytes_sent += s->bytes_sent;
+	to->retransmits += s->retransmits;
+	to->repairs += s->repairs;
+	to->timeouts += s->timeouts;
+	to->duplicates += s->duplicates;
+	to->stale_dropped += s->stale_dropped;
+}
+
+static int live_add(ibmc_comm_t *ic)
+{
+	ibmc_comm_t **grown;
+
+	if (S.nlive == S.maxlive) {
+		grown = realloc(S.live, sizeof(*S.live) *
+				(size_t)(S.maxlive * 2 + 8));
+		if (!grown)
+			return 0;
+		S.live = grown;
+		S.maxlive = S.maxlive * 2 + 8;
+	}
+	S.live[S.nlive++] = ic;
+	return 1;
+}
+
+/* Frees an ibmc communicator, keeping its counters for the summary. */
+static void comm_release(ibmc_comm_t *ic)
+{
+	ibmc_comm_stats_t st;
+	int i;
+
+	for (i = 0; i < S.nlive; i++)
+		if (S.live[i] == ic) {
+			S.live[i] = S.live[--S.nlive];
+			break;
+		}
+	if (!ibmc_comm_get_stats(ic, &st))
+		stats_add(&S.t.freed, &st);
+	ibmc_comm_free(ic);
+}
+
+/* MPI calls this at MPI_Comm_free (and for leftovers at PMPI_Finalize,
+ * when ibmc_finalize already freed every communicator). */
+static int attr_delete(MPI_Comm comm, int keyval, void *val, void *extra)
+{
+	if (!S.finalized && val)
+		comm_release(val);
+	return MPI_SUCCESS;
+}
+
+static int boot_allgather(void *arg, const void *in, void *out, size_t len)
+{
+	if (len > INT32_MAX)
+		return -EMSGSIZE;
+	if (PMPI_Allgather(in, (int)len, MPI_BYTE, out, (int)len, MPI_BYTE,
+			   S.boot) != MPI_SUCCESS)
+		return -EIO;
+	return 0;
+}
+
+/* Every rank says whether it is fine; all go on only if all are. */
+static int all_agree(MPI_Comm comm, int mine)
+{
+	int all = 0;
+
+	if (PMPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm) !=
+	    MPI_SUCCESS)
+		return 0;
+	return all;
+}
+
+/*
+ * Gives an intracommunicator its ibmc communicator. Collective over comm
+ * (every member calls it from the same MPI call, in MPI's order of
+ * communicator creation), so every member creates the same ibmc
+ * communicator in the same order; an allreduce makes sure all members
+ * succeeded before any uses it, otherwise none does.
+ */
+static void map_comm(MPI_Comm comm)
+{
+	ibmc_comm_t *ic = NULL;
+	MPI_Group g = MPI_GROUP_NULL;
+	int inter = 0, n = 0, i, ok = 0, *mine = NULL, *world = NULL;
+	const char *why = NULL;
+
+	if (!S.on || comm == MPI_COMM_NULL)
+		return;
+	/* (the same answer on every member: no agreement needed) */
+	if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter)
+		return;
+	if (PMPI_Comm_size(comm, &n) != MPI_SUCCESS)
+		return;
+	mine = malloc(sizeof(int) * (size_t)n);
+	world = malloc(sizeof(int) * (size_t)n);
+	if (mine && world && PMPI_Comm_group(comm, &g) == MPI_SUCCESS) {
+		for (i = 0; i < n; i++)
+			mine[i] = i;
+		if (PMPI_Group_translate_ranks(g, n, mine, S.world, world) ==
+		    MPI_SUCCESS) {
+			for (i = 0; i < n; i++)
+				if (world[i] == MPI_UNDEFINED)
+					break;
+			ok = i == n &&
+			     ibmc_comm_create(S.ctx, world, n, &ic) == 0;
+			if (ok && !live_add(ic)) {
+				ibmc_comm_free(ic);
+				ic = NULL;
+				ok = 0;
+			}
+		}
+	}
+	if (g != MPI_GROUP_NULL)
+		PMPI_Group_free(&g);
+	free(mine);
+	free(world);
+	if (!all_agree(comm, ok) ||
+	    PMPI_Comm_set_attr(comm, S.keyval, ic) != MPI_SUCCESS) {
+		/* (set_attr is local and does not fail on a valid keyval) */
+		if (ic)
+			comm_release(ic);
+		say0("a communicator of %d ranks stays on MPI's broadcast: creating its ibmcast communicator failed on some rank",
+		     n);
+		return;
+	}
+	S.t.comms++;
+	if (ibmc_comm_mcast_state(ic, &why)) {
+		S.t.comms_p2p++;
+		if (S.verbose >= 2)
+			say0("communicator of %d ranks without multicast: %s",
+			     n, why ? why : "?");
+	}
+}
+
+static ibmc_comm_t *comm_of(MPI_Comm comm)
+{
+	void *val = NULL;
+	int found = 0;
+
+	if (!S.on || S.finalized || comm == MPI_COMM_NULL)
+		return NULL;
+	if (PMPI_Comm_get_attr(comm, S.keyval, &val, &found) != MPI_SUCCESS ||
+	    !found)
+		return NULL;
+	return val;
+}
+
+/* After PMPI_Init*: the context, or a plain MPI program with one line
+ * saying why. */
+static void shim_start(void)
+{
+	ibmc_bootstrap_t bs = { .allgather = boot_allgather };
+	const char *state = getenv("IBMCAST_STATE");
+	const char *reason = getenv("IBMCAST_REASON");
+	int rc, ok;
+
+	PMPI_Comm_rank(MPI_COMM_WORLD, &S.rank);
+	if (env_int("IBMCAST_MPI", 1) == 0)
+		return;		/* pure pass-through: not one extra call */
+	S.verbose = env_int("IBMCAST_MPI_VERBOSE", 0);
+	if (PMPI_Comm_dup(MPI_COMM_WORLD, &S.boot) != MPI_SUCCESS) {
+		say0("cannot duplicate MPI_COMM_WORLD; MPI's own collectives are used");
+		S.boot = MPI_COMM_NULL;
+		return;
+	}
+	PMPI_Comm_size(MPI_COMM_WORLD, &bs.size);
+	bs.rank = S.rank;
+	ok = PMPI_Comm_group(MPI_COMM_WORLD, &S.world) == MPI_SUCCESS &&
+	     PMPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, attr_delete,
+				     &S.keyval, NULL) == MPI_SUCCESS;
+	/*
+	 * Without a ready pool libibmcast could only do what MPI already
+	 * does (point-to-point trees): stay out of the way. ibmc_init is
+	 * collective, so all ranks decide together.
+	 */
+	if (!all_agree(S.boot, ok && state && !strcmp(state, "ready"))) {
+		say0("IBMCAST_STATE is %s%s%s: MPI_Bcast stays MPI's own",
+		     state ? state : "not set (job without --ibmcast)",
+		     reason ? ": " : "", reason ? reason : "");
+		return;
+	}
+	rc = ibmc_init(&bs, &S.ctx);
+	ok = rc == 0;
+	if (!all_agree(S.boot, ok)) {
+		if (S.ctx)
+			ibmc_finalize(S.ctx);
+		S.ctx = NULL;
+		say0("libibmcast did not start (%s); MPI's own collectives are used",
+		     ok ? "it failed on another rank" : ibmc_strerror(rc));
+		return;
+	}
+	S.on = 1;
+	map_comm(MPI_COMM_WORLD);
+	if (S.verbose)
+		say0("libibmcast %s up on %d ranks; MPI_Bcast goes over ibmcast",
+		     IBMC_VERSION_STRING, bs.size);
+}
+
+int MPI_Init(int *argc, char ***argv)
+{
+	int rc = PMPI_Init(argc, argv);
+
+	if (rc == MPI_SUCCESS)
+		shim_start();
+	return rc;
+}
+
+int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
+{
+	int rc = PMPI_Init_thread(argc, argv, required, provided);
+
+	if (rc == MPI_SUCCESS)
+		shim_start();
+	return rc;
+}
+
+int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
+{
+	int rc = PMPI_Comm_dup(comm, newcomm);
+
+	if (rc == MPI_SUCCESS)
+		map_comm(*newcomm);
+	return rc;
+}
+
+int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm)
+{
+	int rc = PMPI_Comm_dup_with_info(comm, info, newcomm);
+
+	if (rc == MPI_SUCCESS)
+		map_comm(*newcomm);
+	return rc;
+}
+
+int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
+{
+	int rc = PMPI_Comm_split(comm, color, key, newcomm);
+
+	if (rc == MPI_SUCCESS)
+		map_comm(*newcomm);
+	return rc;
+}
+
+int MPI_Comm_split_type(MPI_Comm comm, int type, int key, MPI_Info info,
+			MPI_Comm *newcomm)
+{
+	int rc = PMPI_Comm_split_type(comm, type, key, info, newcomm);
+
+	if (rc == MPI_SUCCESS)
+		map_comm(*newcomm);
+	return rc;
+}
+
+int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
+{
+	int rc = PMPI_Comm_create(comm, group, newcomm);
+
+	if (rc == MPI_SUCCESS)
+		map_comm(*newcomm);
+	return rc;
+}
+
+int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag,
+			  MPI_Comm *newcomm)
+{
+	int rc = PMPI_Comm_create_group(comm, group, tag, newcomm);
+
+	if (rc == MPI_SUCCESS)
+		map_comm(*newcomm);
+	return rc;
+}
+
+/* (MPI_Comm_free needs no wrapper: the attribute's delete callback frees
+ * the ibmc communicator when MPI frees the communicator.) */
+
+static void count_algo(const char *algo)
+{
+	S.t.shim++;
+	if (!strcmp(algo, "mcast"))
+		S.t.mcast++;
+	else if (!strcmp(algo, "binomial"))
+		S.t.binomial++;
+	else if (!strcmp(algo, "postal"))
+		S.t.postal++;
+	else
+		S.t.other++;
+}
+
+/*
+ * The bytes of count elements of type are contiguous from buf + true_lb
+ * when the type has no holes and its elements follow each other.
+ */
+static int contiguous(MPI_Datatype type, int count, MPI_Aint *lb)
+{
+	MPI_Aint tlb, textent, xlb, extent;
+	int size;
+
+	if (PMPI_Type_size(type, &size) != MPI_SUCCESS ||
+	    PMPI_Type_get_true_extent(type, &tlb, &textent) != MPI_SUCCESS ||
+	    PMPI_Type_get_extent(type, &xlb, &extent) != MPI_SUCCESS)
+		return 0;
+	*lb = tlb;
+	return (MPI_Aint)size == textent && (count <= 1 || extent == textent);
+}
+
+static void bcast_failed(MPI_Comm comm, int rank, int root, size_t len,
+			 int rc)
+{
+	fprintf(stderr,
+		SHIM ": rank %d: MPI_Bcast of %zu bytes from root %d over ibmcast failed: %s. Other ranks may already have completed it, so it cannot be redone with MPI's broadcast; aborting (IBMCAST_MPI=0 runs without the shim)\n",
+		S.rank, len, root, ibmc_strerror(rc));
+	PMPI_Abort(comm, 70);
+}
+
+/*
+ * Every member of a mapped communicator takes this path for every
+ * broadcast, whatever datatype it passes (MPI lets ranks use different
+ * datatypes with one type signature): contiguous data moves in place,
+ * anything else is packed first. The byte count is the signature's size,
+ * equal on all members, so they all decide alike. Bcasts past 2 GiB go to
+ * PMPI_Bcast, again alike on all members.
+ */
+int MPI_Bcast(void *buf, int count, MPI_Datatype type, int root,
+	      MPI_Comm comm)
+{
+	ibmc_comm_t *ic = comm_of(comm);
+	MPI_Aint lb = 0;
+	size_t len;
+	void *tmp = NULL;
+	int size, n, me, pos = 0, rc;
+
+	if (!ic || count < 0 || PMPI_Type_size(type, &size) != MPI_SUCCESS ||
+	    PMPI_Comm_size(comm, &n) != MPI_SUCCESS || root < 0 ||
+	    root >= n || (uint64_t)count * (uint64_t)size > INT_MAX)
+		goto pass;
+	len = (size_t)count * (size_t)size;
+	PMPI_Comm_rank(comm, &me);
+	if (contiguous(type, count, &lb)) {
+		rc = ibmc_bcast(ic, (char *)buf + lb, len, root);
+	} else {
+		tmp = malloc(len ? len : 1);
+		if (!tmp) {
+			rc = -ENOMEM;
+			goto fail;
+		}
+		if (me == root &&
+		    (PMPI_Pack(buf, count, type, tmp, (int)len, &pos, comm) !=
+			     MPI_SUCCESS ||
+		     (size_t)pos != len)) {
+			rc = -EPROTO;	/* this MPI's pack has a header */
+			goto fail;
+		}
+		rc = ibmc_bcast(ic, tmp, len, root);
+		if (!rc && me != root &&
+		    PMPI_Unpack(tmp, (int)len, &pos, buf, count, type, comm) !=
+			    MPI_SUCCESS)
+			rc = -EPROTO;
+		S.t.packed++;
+	}
+	if (rc)
+		goto fail;
+	free(tmp);
+	count_algo(ibmc_comm_last_bcast_algo(ic));
+	if (S.verbose >= 2)
+		say0("MPI_Bcast %zu bytes root %d on %d ranks: %s", len, root,
+		     n, ibmc_comm_last_bcast_algo(ic));
+	return MPI_SUCCESS;
+fail:
+	free(tmp);
+	bcast_failed(comm, me, root, len, rc);
+	return MPI_ERR_OTHER;
+pass:
+	if (S.on) {
+		S.t.passthrough++;
+		if (S.verbose >= 2)
+			say0("MPI_Bcast root %d: MPI's own broadcast", root);
+	}
+	return PMPI_Bcast(buf, count, type, root, comm);
+}
+
+static void summary(void)
+{
+	ibmc_comm_stats_t *s = &S.t.freed;
+
+	say0("rank 0: %lu MPI_Bcast over ibmcast (mcast %lu, binomial %lu, postal %lu, other %lu; %lu packed), %lu passed to MPI; %lu communicators (%lu without multicast); mcast_bcasts=%llu bcasts=%llu packets_sent=%llu bytes_sent=%llu retransmits=%llu repairs=%llu timeouts=%llu",
+	     S.t.shim, S.t.mcast, S.t.binomial, S.t.postal, S.t.other,
+	     S.t.packed, S.t.passthrough, S.t.comms, S.t.comms_p2p,
+	     (unsigned long long)s->mcast_bcasts,
+	     (unsigned long long)s->bcasts,
+	     (unsigned long long)s->packets_sent,
+	     (unsigned long long)s->bytes_sent,
+	     (unsigned long long)s->retransmits,
+	     (unsigned long long)s->repairs,
+	     (unsigned long long)s->timeouts);
+}
+
+int MPI_Finalize(void)
+{
+	if (S.on) {
+		/* Communicators the program did not free (world's at
+		 * least): MPI may never delete their attributes, and their
+		 * counters belong in the summary. */
+		while (S.nlive)
+			comm_release(S.live[S.nlive - 1]);
+		free(S.live);
+		S.live = NULL;
+		ibmc_finalize(S.ctx);
+		S.ctx = NULL;
+		S.finalized = 1;
+		if (S.verbose)
+			summary();
+	}
+	if (S.boot != MPI_COMM_NULL)
+		PMPI_Comm_free(&S.boot);
+	if (S.world != MPI_GROUP_NULL)
+		PMPI_Group_free(&S.world);
+	return PMPI_Finalize();
+}

@@ -1,0 +1,123 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# libibmcast_mpi.so under an unmodified MPI program (tests/mpi/bcast_mpi,
+# MPICH's mpiexec, one rank per simulated node) on the simulated fabric
+# with OpenSM and the data plane: every root, 1 B to 1 MiB, MPI_BYTE,
+# MPI_INT and MPI_DOUBLE, on MPI_COMM_WORLD, a dup, a split and a
+# communicator from MPI_Comm_create, plus strided and mixed datatypes, all
+# verified element by element; the broadcasts went over the job's multicast
+# groups (the data plane replicated packets, the shim's summary counts
+# mcast); with IBMCAST_MPI=0 the same program passes with no fabric
+# traffic; without a ready pool the shim stays out of the way.
+
+# shellcheck disable=SC1091
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
+# shellcheck disable=SC1091
+. "$top_srcdir/tests/lib-libjob.sh"
+
+SHIM=$top_builddir/libjob/.libs/libibmcast_mpi.so
+PROG=$top_builddir/tests/mpi/bcast_mpi
+NRANKS=4
+
+plugin_built || skip_all "osm-plugin/.libs/libibmcast_osm.so not built"
+need_cmd ibsim ibsim-utils
+need_cmd opensm opensm
+need_cmd jq jq
+# (the shim is built against MPICH when both are installed: its launcher)
+MPIEXEC=$(command -v mpiexec.mpich || command -v mpiexec) ||
+	skip_all "no mpiexec (Debian package mpich)"
+need_file "$SHIM" "libjob/libibmcast_mpi.so (configure found no MPI?)"
+need_file "$PROG" "tests/mpi/bcast_mpi"
+need_file "$IBMCASTCTL" "tools/ibmcastctl"
+
+plan 14
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/ibmcast-mpi-test.XXXXXX")
+at_exit "rm -rf '$tmp'"
+
+sim_up --hosts 8 --radix 8 || bail_out "fabric did not come up"
+# shellcheck disable=SC1091
+. "$SIM_DIR/env"
+libjob_reserve 401 "node[1-$NRANKS]" 4 || bail_out "job 401 not ready"
+ibmcast_env_from_wait 401 || bail_out "no wait reply for job 401"
+
+# mpirun OUT [VAR=VALUE...]: the program on NRANKS ranks in MPMD form, rank
+# i on node i+1 (its IBMCAST_NODE), with the given environment; exit status
+# of mpiexec; stdout+stderr in OUT.
+mpirun() {
+	local out=$1 i args=()
+	shift
+	for ((i = 0; i < NRANKS; i++)); do
+		[ "$i" = 0 ] || args+=(:)
+		args+=(-n 1 env IBMCAST_NODE=node$((i + 1)) "$@" "$PROG")
+	done
+	diag "mpiexec: $NRANKS ranks $*"
+	timeout 120 "$MPIEXEC" "${args[@]}" > "$out" 2>&1
+}
+
+# verified OUT: every rank printed its verdict with 0 errors, and no
+# size line failed.
+verified() {
+	[ "$(grep -cE '^bcast_mpi: rank [0-9]+: [0-9]+ broadcasts verified, 0 errors$' "$1")" = "$NRANKS" ] &&
+		! grep -q 'FAIL$' "$1" && grep -q '^size ' "$1"
+}
+
+# rx_minus_tx: packets the data plane delivered to QPs beyond those sent
+# to it: > 0 only when the fabric replicated multicast (a unicast send is
+# delivered once or dropped). Global counters: the endpoints of the job's
+# ranks are gone once mpiexec returns.
+rx_minus_tx() {
+	dp_ctl counters | jq '.delivered - .sends'
+}
+
+# --- with the shim ---------------------------------------------------------
+dp_ctl reset > /dev/null
+rc=0
+mpirun "$tmp/shim.out" LD_PRELOAD="$SHIM" IBMCAST_MPI_VERBOSE=1 || rc=$?
+is "$rc" 0 "with libibmcast_mpi.so preloaded: mpiexec exits 0"
+ok "$(verified "$tmp/shim.out"; echo $?)" \
+	"every rank verified every broadcast (world, dup, split, create; 1 B..1 MiB; BYTE, INT, DOUBLE, strided, mixed)"
+grep -E '^size comm=(world|create).*bytes=1048576' "$tmp/shim.out" |
+	sed 's/^/# /'
+summary=$(grep '^ibmcast_mpi: rank 0: ' "$tmp/shim.out")
+diag "$summary"
+mcast=$(sed -n 's/.* over ibmcast (mcast \([0-9]*\),.*/\1/p' <<< "$summary")
+passed=$(sed -n 's/.*), \([0-9]*\) passed to MPI;.*/\1/p' <<< "$summary")
+ok "$([ "${mcast:-0}" -gt 100 ]; echo $?)" \
+	"the shim's summary: ${mcast:-no} broadcasts of rank 0 over multicast"
+is "$passed" 0 "no broadcast was handed to MPI's own"
+like "$summary" "3 communicators \(0 without multicast\)" \
+	"rank 0 mapped world, the dup and its split (not in the odd ranks' comm), each with a pool group"
+bytes=$(dp_total_link_bytes)
+extra=$(rx_minus_tx)
+ok "$([ "${extra:-0}" -gt 1000 ]; echo $?)" \
+	"the data plane replicated multicast: $extra more packets delivered than sent"
+ok "$([ "${bytes:-0}" -gt $((3 * 1048576)) ]; echo $?)" \
+	"fabric links carried the broadcasts ($bytes bytes)"
+if [ "$rc" != 0 ] || ! verified "$tmp/shim.out"; then
+	diag "$(grep -v ' ok$' "$tmp/shim.out" | tail -n 30)"
+fi
+
+# --- IBMCAST_MPI=0: pure pass-through -------------------------------------
+dp_ctl reset > /dev/null
+rc=0
+mpirun "$tmp/off.out" LD_PRELOAD="$SHIM" IBMCAST_MPI=0 IBMCAST_MPI_VERBOSE=1 ||
+	rc=$?
+is "$rc" 0 "IBMCAST_MPI=0: mpiexec exits 0"
+ok "$(verified "$tmp/off.out"; echo $?)" \
+	"IBMCAST_MPI=0: every rank verified every broadcast"
+is "$(dp_total_link_bytes)/$(rx_minus_tx)" "0/0" \
+	"IBMCAST_MPI=0: no traffic on the fabric at all"
+is "$(grep -c '^ibmcast' "$tmp/off.out")" 0 "IBMCAST_MPI=0: the shim says nothing"
+
+# --- no ready pool: the shim steps aside with one line --------------------
+dp_ctl reset > /dev/null
+rc=0
+mpirun "$tmp/nopool.out" LD_PRELOAD="$SHIM" IBMCAST_STATE=unavailable \
+	IBMCAST_REASON="test says so" || rc=$?
+is "$rc" 0 "IBMCAST_STATE=unavailable: mpiexec exits 0"
+ok "$(verified "$tmp/nopool.out"; echo $?)" \
+	"IBMCAST_STATE=unavailable: every rank verified every broadcast"
+is "$(grep -c '^ibmcast' "$tmp/nopool.out")/$(dp_total_link_bytes)" \
+	"1/0" "IBMCAST_STATE=unavailable: one line from rank 0, no fabric traffic"
+diag "$(grep '^ibmcast' "$tmp/nopool.out")"
