@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +16,18 @@
 #include "common/hostlist.h"
 #include "spank/groups.h"
 #include "spank/pool.h"
+
+/* The reason a task is told; a long server address or message is cut, not
+ * an error (vsnprintf: the truncation is deliberate). */
+__attribute__((format(printf, 2, 3)))
+static void set_reason(struct spank_pool *p, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(p->reason, sizeof(p->reason), fmt, ap);
+	va_end(ap);
+}
 
 /* A single request (not wait) never takes longer than this. */
 #define CALL_TIMEOUT_MS 10000
@@ -186,7 +199,7 @@ static int judge(const json_t *job, const char *nodes, bool timed_out,
 
 	if (!same_nodes(have, nodes)) {
 		p->state = SPANK_POOL_UNAVAILABLE;
-		snprintf(p->reason, sizeof(p->reason), "reservation %u holds "
+		set_reason(p, "reservation %u holds "
 			 "nodes %s, not this pool's %s", id, have ? have : "?",
 			 nodes);
 		return 1;
@@ -203,7 +216,7 @@ static int judge(const json_t *job, const char *nodes, bool timed_out,
 	if (state && !strcmp(state, "failed")) {
 		reason = json_string_value(json_object_get(job, "reason"));
 		p->state = SPANK_POOL_FAILED;
-		snprintf(p->reason, sizeof(p->reason), "the SM failed "
+		set_reason(p, "the SM failed "
 			 "reservation %u: %s", id, reason ? reason : "no reason");
 		return 1;
 	}
@@ -215,7 +228,7 @@ static int judge(const json_t *job, const char *nodes, bool timed_out,
 	}
 	if (timed_out) {
 		p->state = SPANK_POOL_TIMEOUT;
-		snprintf(p->reason, sizeof(p->reason), "reservation %u still "
+		set_reason(p, "reservation %u still "
 			 "%s when the wait timed out", id, state ? state : "?");
 		return 1;
 	}
@@ -259,22 +272,22 @@ void spank_pool_wait(const struct spank_conf *c, uint32_t id,
 	}
 	if (unknown) {
 		p->state = SPANK_POOL_TIMEOUT;
-		snprintf(p->reason, sizeof(p->reason), "reservation %u was "
+		set_reason(p, "reservation %u was "
 			 "not made within %d ms (the reserving node failed?)",
 			 id, timeout_ms);
 		return;
 	}
 	if (!rc) {
 		p->state = SPANK_POOL_TIMEOUT;
-		snprintf(p->reason, sizeof(p->reason), "reservation %u not "
+		set_reason(p, "reservation %u not "
 			 "ready within %d ms", id, timeout_ms);
 		return;
 	}
 	p->state = SPANK_POOL_UNAVAILABLE;
 	if (rc == -EPERM || rc == -EIO)
-		snprintf(p->reason, sizeof(p->reason), "control server %s: %s",
+		set_reason(p, "control server %s: %s",
 			 c->server, why);
 	else
-		snprintf(p->reason, sizeof(p->reason), "control server %s "
+		set_reason(p, "control server %s "
 			 "unreachable: %s", c->server, why);
 }
