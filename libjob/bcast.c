@@ -87,7 +87,7 @@ static int run(struct ibmc_comm *c, struct ibmc__op *op)
 	int rc = 0;
 
 	while (!op->done) {
-		int64_t now = ibmc__now_ms(), d = INT64_MAX, t;
+		int64_t now = ibmc__op_now(), d = INT64_MAX, t;
 		struct ibmc_comm *o;
 
 		/* Every broadcast in progress on this context moves on,
@@ -101,7 +101,8 @@ static int run(struct ibmc_comm *c, struct ibmc__op *op)
 			}
 		if (op->done)
 			break;
-		t = d == INT64_MAX ? 10 : d - now;
+		/* Timers are in us, the receive timeout in ms: round up. */
+		t = d == INT64_MAX ? 10 : (d - now + 999) / 1000;
 		if (t < 0)
 			t = 0;
 		if (t > 10)

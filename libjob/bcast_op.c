@@ -2,11 +2,19 @@
 /*
  * The reliable broadcast engine shared by every algorithm (see bcast_op.h
  * and ibmc_bcast(3)). Acknowledgment scheme after seed 003 section 3:
- * cumulative acks climb a tree rooted at the sender, timers grow with the
- * rank's height, and an inner rank that hears an ack for data it lacks asks
- * that child for it. Per-child acknowledged sequence numbers and selective
- * retransmission to the children that did not acknowledge after seed 001
- * section 5.3.
+ * cumulative acks climb a tree rooted at the sender, and an inner rank that
+ * hears an ack for data it lacks asks that child for it. Per-child
+ * acknowledged sequence numbers and selective retransmission to the
+ * children that did not acknowledge after seed 001 section 5.3.
+ *
+ * Timers are not fixed: each parent measures, per child subtree height,
+ * the delay from holding a fragment to the child's ack covering it, and
+ * times out at SRTT + 4 RTTVAR (TCP's estimator, RFC 6298), skipping
+ * samples after a resend (Karn) and doubling on expiry. Loss is mostly
+ * repaired before any timer: every rank knows the fragment count, so a
+ * rank that sees a later fragment than one it lacks NACKs its parent at
+ * once, and the parent answers by unicast (or forwards the fragment the
+ * moment it gets it itself).
  */
 #include "config.h"
 
@@ -19,7 +27,15 @@
 #include "libjob/send.h"
 
 #define MASK_BITS 64
-#define MAX_BACKOFF 5
+#define MAX_BACKOFF 6
+#define RTO_MIN_US 2000		/* below: scheduling noise on a busy host */
+#define RTO_MAX_US 1000000
+#define RTO_GRAIN_US 500	/* least variance allowance */
+
+int64_t ibmc__op_now(void)
+{
+	return (int64_t)(ibmc__now_ns() / 1000);
+}
 
 static int held(const struct ibmc__op *op, uint32_t f)
 {
@@ -48,6 +64,82 @@ static void finish(struct ibmc__op *op, int rc)
 	op->rc = rc;
 }
 
+/* ---- delay estimates ---------------------------------------------------- */
+
+static void rtt_sample(struct ibmc__rtt *r, int64_t s)
+{
+	int64_t d;
+
+	if (s < 1)
+		s = 1;
+	if (!r->srtt) {
+		r->srtt = s;
+		r->rttvar = s / 2;
+		return;
+	}
+	d = r->srtt > s ? r->srtt - s : s - r->srtt;
+	r->rttvar += (d - r->rttvar) / 4;
+	r->srtt += (s - r->srtt) / 8;
+	if (r->srtt < 1)
+		r->srtt = 1;
+}
+
+static int64_t clamp_rto(int64_t v)
+{
+	if (v < RTO_MIN_US)
+		return RTO_MIN_US;
+	return v > RTO_MAX_US ? RTO_MAX_US : v;
+}
+
+/* The estimate's timeout, or fallback (us) before any sample. */
+static int64_t rtt_rto(const struct ibmc__rtt *r, int64_t fallback)
+{
+	int64_t var;
+
+	if (!r->srtt)
+		return clamp_rto(fallback);
+	var = 4 * r->rttvar;
+	if (var < RTO_GRAIN_US)
+		var = RTO_GRAIN_US;
+	return clamp_rto(r->srtt + var);
+}
+
+static struct ibmc__rtt *ack_est(const struct ibmc__op *op, int height)
+{
+	if (height >= IBMC__RTT_LEVELS)
+		height = IBMC__RTT_LEVELS - 1;
+	return &op->comm->ack_rtt[height];
+}
+
+/* Base timer for a child of this height: measured, else the configured
+ * IBMCAST_BCAST_RTO_MS times (height + 1) as before any measurement. */
+static int64_t child_rto(const struct ibmc__op *op, int height)
+{
+	int64_t base = (int64_t)op->comm->ctx->env.rto_ms * 1000;
+
+	return rtt_rto(ack_est(op, height), base * (height + 1));
+}
+
+/* How long a rank waits for the FIN after its final ack. */
+static int64_t fin_rto(const struct ibmc__op *op)
+{
+	int64_t base = (int64_t)op->comm->ctx->env.rto_ms * 1000;
+	int lg = 1;
+
+	while ((1 << lg) < op->comm->size)
+		lg++;
+	return rtt_rto(&op->comm->fin_rtt, base * (lg + 1));
+}
+
+/* How long a NACK waits for its repair before it is sent again: a unicast
+ * round trip, about what a leaf's ack takes. */
+static int64_t nack_rto(const struct ibmc__op *op)
+{
+	return child_rto(op, 0);
+}
+
+/* ---- packets ------------------------------------------------------------ */
+
 static void fill_hdr(const struct ibmc__op *op, struct ibmc__hdr *h, int kind)
 {
 	memset(h, 0, sizeof(*h));
@@ -61,6 +153,7 @@ static void fill_hdr(const struct ibmc__op *op, struct ibmc__hdr *h, int kind)
 	h->root = op->root;
 	h->len = (uint32_t)op->len;
 	h->fragsz = op->fragsz;
+	h->ackint = op->ackint > 255 ? 255 : op->ackint;
 }
 
 int ibmc__op_send_frag(struct ibmc__op *op, int to, uint32_t frag, int retx)
@@ -86,6 +179,8 @@ int ibmc__op_mcast_frag(struct ibmc__op *op, uint32_t frag, int retx)
 	h.flags = retx ? IBMC__F_RETX : 0;
 	if (retx)
 		op->comm->st.retransmits++;
+	else if (op->t_avail)
+		op->t_avail[frag] = ibmc__op_now();
 	return ibmc__mcast_pkt(op->comm, &h,
 			       op->buf + (size_t)frag * op->fragsz,
 			       frag_len(op, frag));
@@ -109,34 +204,34 @@ int ibmc__op_send_ctl(struct ibmc__op *op, int to, int kind, uint32_t a,
 static int shape(struct ibmc__op *op)
 {
 	struct ibmc_comm *comm = op->comm;
-	int64_t now = ibmc__now_ms();
 	int i, rc, talgo;
 
 	op->nfrags = op->len ? (uint32_t)((op->len + op->fragsz - 1) /
 					  op->fragsz) : 1;
+	if (!op->ackint)
+		op->ackint = 1;
 	talgo = op->algo == IBMC__A_POSTAL ? IBMC__A_POSTAL : IBMC__A_BINOMIAL;
 	rc = ibmc__tree_build(&op->tree, talgo, op->lambda, comm->size,
 			      op->root, op->me);
 	if (rc)
 		return rc;
-	/* Acks from a rank of height h need h cycles to arrive. */
-	op->rto = comm->ctx->env.rto_ms * (op->tree.height + 1);
 	if (op->tree.nchildren) {
 		op->kids = calloc((size_t)op->tree.nchildren,
 				  sizeof(*op->kids));
-		if (!op->kids)
+		op->t_avail = calloc(op->nfrags, sizeof(*op->t_avail));
+		if (!op->kids || !op->t_avail)
 			return -ENOMEM;
 	}
 	for (i = 0; i < op->tree.nchildren; i++) {
 		op->kids[i].rank = op->tree.children[i];
-		op->kids[i].deadline = now + op->rto;
+		op->kids[i].height = op->tree.cheight[i];
 	}
 	if (op->me != op->root) {
 		op->got = calloc((size_t)op->nfrags / 8 + 1, 1);
 		if (!op->got)
 			return -ENOMEM;
 	} else {
-		op->have = op->nfrags;
+		op->have = op->top = op->nfrags;
 	}
 	op->cum = op->tree.nchildren ? 0 : op->have;
 	op->known = 1;
@@ -162,6 +257,10 @@ int ibmc__op_start(struct ibmc__op *op, struct ibmc_comm *comm, void *buf,
 		return 0;
 	op->algo = algo;
 	op->lambda = algo == IBMC__A_POSTAL ? ctx->env.lambda : 1;
+	/* Acks once per half window keep the window open with few acks. */
+	op->ackint = ctx->env.window > 1 ? (uint32_t)ctx->env.window / 2 : 1;
+	if (op->ackint > 255)
+		op->ackint = 255;
 	mtu = ctx->mtu;
 	if (algo == IBMC__A_MCAST && comm->gmtu && comm->gmtu < mtu)
 		mtu = comm->gmtu;
@@ -176,11 +275,13 @@ void ibmc__op_fini(struct ibmc__op *op)
 	ibmc__tree_free(&op->tree);
 	free(op->kids);
 	free(op->got);
+	free(op->t_avail);
 	op->kids = NULL;
 	op->got = NULL;
+	op->t_avail = NULL;
 }
 
-/* A non-root learns the root's choice from the first packet it gets. */
+/* A non-root learns the root's choice from the first fragment it gets. */
 static void learn(struct ibmc__op *op, const struct ibmc__hdr *h)
 {
 	int rc;
@@ -196,6 +297,7 @@ static void learn(struct ibmc__op *op, const struct ibmc__hdr *h)
 	op->algo = h->algo;
 	op->lambda = h->lambda ? h->lambda : 1;
 	op->fragsz = h->fragsz;
+	op->ackint = h->ackint;
 	rc = shape(op);
 	if (rc)
 		finish(op, rc);
@@ -233,7 +335,7 @@ static uint64_t held_mask(const struct ibmc__op *op)
 
 	for (i = 0; i < MASK_BITS; i++) {
 		f = op->have + 1 + i;
-		if (f >= op->nfrags)
+		if (f >= op->top)
 			break;
 		if (held(op, f))
 			m |= 1ULL << i;
@@ -252,6 +354,16 @@ static int kid_holds(const struct ibmc__child *c, uint32_t f)
 	return 0;
 }
 
+/* The point up to which child c must have acknowledged once this rank
+ * holds (root: has sent) limit fragments: children ack when their
+ * cumulative count crosses a multiple of ackint, and at the end. */
+static uint32_t ack_point(const struct ibmc__op *op, uint32_t limit)
+{
+	if (limit >= op->nfrags)
+		return op->nfrags;
+	return limit / op->ackint * op->ackint;
+}
+
 /*
  * Unmatched-ack repair (seed 003, 3.3.4): child c acknowledges fragments
  * this inner rank never received (it missed the multicast, its subtree did
@@ -260,7 +372,7 @@ static int kid_holds(const struct ibmc__child *c, uint32_t f)
  */
 static void request_repair(struct ibmc__op *op, struct ibmc__child *c)
 {
-	int64_t now = ibmc__now_ms();
+	int64_t now = ibmc__op_now();
 	uint64_t want = 0;
 	uint32_t i, f;
 
@@ -275,14 +387,50 @@ static void request_repair(struct ibmc__op *op, struct ibmc__child *c)
 	}
 	if (!want)
 		return;
-	ibmc__op_send_ctl(op, c->rank, IBMC__K_REQ, op->have, 0, want, 0);
-	op->req_next = now + op->comm->ctx->env.rto_ms;
+	ibmc__op_send_ctl(op, c->rank, IBMC__K_REQ, op->have, op->have, want,
+			  0);
+	op->req_next = now + nack_rto(op);
+}
+
+/*
+ * NACK: the fragments below top this rank lacks, to its parent, at once
+ * when a new gap shows (a later fragment arrived) and again after a
+ * unicast round trip while they are still missing. The parent sends what
+ * it holds and forwards the rest as soon as it gets them.
+ */
+static void send_nack(struct ibmc__op *op, int64_t now, int force)
+{
+	uint64_t want = 0;
+	uint32_t i, f;
+
+	if (op->me == op->root || op->have >= op->top)
+		return;
+	if (!force && op->top <= op->nack_hi &&
+	    now < op->nack_at + (nack_rto(op) << op->nack_tries))
+		return;
+	for (i = 0; i < MASK_BITS; i++) {
+		f = op->have + i;
+		if (f >= op->top)
+			break;
+		if (!held(op, f))
+			want |= 1ULL << i;
+	}
+	if (!want)
+		return;
+	ibmc__op_send_ctl(op, op->tree.parent, IBMC__K_REQ, op->have, op->have,
+			  want, 0);
+	if (op->nack_at && op->top <= op->nack_hi && op->nack_tries < 4)
+		op->nack_tries++;
+	op->nack_hi = op->top;
+	op->nack_at = now;
 }
 
 static void on_data(struct ibmc__op *op, const struct ibmc__hdr *h,
 		    const unsigned char *payload, size_t plen, int is_mcast)
 {
-	uint32_t f = h->a;
+	uint32_t f = h->a, old_top = op->top;
+	int64_t now = ibmc__op_now();
+	int i;
 
 	if (f >= op->nfrags || plen != frag_len(op, f) || !op->got)
 		return;
@@ -298,22 +446,48 @@ static void on_data(struct ibmc__op *op, const struct ibmc__hdr *h,
 	if (plen)
 		memcpy(op->buf + (size_t)f * op->fragsz, payload, plen);
 	op->got[f >> 3] |= 1 << (f & 7);
-	while (op->have < op->nfrags && held(op, op->have))
+	if (op->t_avail)	/* repaired fragments give no delay sample */
+		op->t_avail[f] = (h->flags & IBMC__F_RETX) ? -now : now;
+	while (op->have < op->nfrags && held(op, op->have)) {
 		op->have++;
+		op->nack_tries = 0;
+	}
+	if (f + 1 > op->top)
+		op->top = f + 1;
+	if (op->have > op->top)
+		op->top = op->have;
 	progress_made(op);
+	/* Children that asked for it while we lacked it get it now. */
+	for (i = 0; i < op->tree.nchildren; i++) {
+		struct ibmc__child *c = &op->kids[i];
+		uint32_t d = f - c->want_lo;
+
+		if (c->want && f >= c->want_lo && d < MASK_BITS &&
+		    ((c->want >> d) & 1)) {
+			c->want &= ~(1ULL << d);
+			c->karn = 1;
+			op->comm->st.repairs++;
+			ibmc__op_send_frag(op, c->rank, f, 1);
+		}
+	}
 	if (op->algo != IBMC__A_MCAST)
 		ibmc__p2p_forward(op, f);
+	/* Fragments skipped below a fresh one: lost (or, rarely, late). */
+	if (f > old_top && op->have < f)
+		send_nack(op, now, 1);
 	update_cum(op);
 }
 
 static void on_ack(struct ibmc__op *op, const struct ibmc__hdr *h)
 {
 	struct ibmc__child *c = kid(op, (int)h->src);
-	int64_t now = ibmc__now_ms();
+	int64_t now = ibmc__op_now();
 	int moved = 0;
+	uint32_t old_cum;
 
 	if (!c || h->a > op->nfrags || h->b > h->a)
 		return;
+	old_cum = c->cum;
 	if (h->a > c->have) {
 		c->have = h->a;
 		c->mask = h->mask;
@@ -331,32 +505,94 @@ static void on_ack(struct ibmc__op *op, const struct ibmc__hdr *h)
 		if (moved)
 			op->remcast_ok = 1;
 	}
+	if (c->cum > old_cum && op->t_avail) {
+		int64_t t = op->t_avail[c->cum - 1];
+
+		/* Karn: no sample after a resend or probe to c, nor for
+		 * data this rank itself got late. */
+		if (!c->karn && t > 0 && now > t)
+			rtt_sample(ack_est(op, c->height), now - t);
+	}
 	if (moved) {
 		c->backoff = 0;
-		c->deadline = now + op->rto;
+		c->karn = 0;
 		progress_made(op);
 	}
 	if (op->me != op->root && c->have > op->have)
 		request_repair(op, c);
 	/* A repeated final ack: our FIN to it was lost. */
-	if (c->cum == op->nfrags && c->fin_sent)
+	if (c->cum == op->nfrags && (c->fin_sent || op->fin)) {
 		ibmc__op_send_ctl(op, c->rank, IBMC__K_FIN, 0, 0, 0, 0);
+		c->fin_sent = 1;
+	}
 	update_cum(op);
 }
 
+/* A repair request from the parent (unmatched-ack repair upside down) or
+ * a NACK from a child: send what we hold; a child's NACK for what we lack
+ * is remembered and answered when the fragment arrives. */
 static void on_req(struct ibmc__op *op, const struct ibmc__hdr *h)
 {
+	struct ibmc__child *c = kid(op, (int)h->src);
+	int64_t now = ibmc__op_now();
 	uint32_t i, f;
+	int lacking = 0;
 
+	if (c && h->b > c->have && h->b <= op->nfrags) {
+		c->have = h->b;
+		c->mask = 0;
+	}
 	for (i = 0; i < MASK_BITS; i++) {
 		if (!((h->mask >> i) & 1))
 			continue;
 		f = h->a + i;
-		if (f >= op->nfrags || !held(op, f))
+		if (f >= op->nfrags)
+			break;
+		if (!held(op, f) || (op->me == op->root && f >= op->sent)) {
+			if (c) {
+				if (!c->want || f < c->want_lo ||
+				    f - c->want_lo >= MASK_BITS) {
+					c->want = 0;
+					c->want_lo = f;
+				}
+				c->want |= 1ULL << (f - c->want_lo);
+				lacking = 1;
+			}
 			continue;
+		}
 		op->comm->st.repairs++;
+		if (c) {
+			c->karn = 1;
+			c->kick = now;
+		}
 		ibmc__op_send_frag(op, (int)h->src, f, 1);
 	}
+	/* We lack them too: ask our own parent now, not after a timer. */
+	if (lacking && op->me != op->root) {
+		uint32_t top = h->a + 64 - (uint32_t)__builtin_clzll(h->mask);
+
+		if (top > op->nfrags)
+			top = op->nfrags;
+		if (top > op->top)
+			op->top = top;
+		send_nack(op, now, 0);
+	}
+}
+
+static void on_fin(struct ibmc__op *op, const struct ibmc__hdr *h,
+		   int is_mcast)
+{
+	int64_t now = ibmc__op_now();
+
+	/* From the parent, or multicast by the root: either way the root
+	 * held every acknowledgment, so every member holds the data. */
+	if (op->fin || (!is_mcast && (int)h->src != op->tree.parent) ||
+	    (is_mcast && (int)h->src != op->root))
+		return;
+	if (op->final_acks == 1 && now > op->final_ack)
+		rtt_sample(&op->comm->fin_rtt, now - op->final_ack);
+	op->fin = is_mcast ? 2 : 1;
+	progress_made(op);
 }
 
 void ibmc__op_input(struct ibmc__op *op, const struct ibmc__hdr *h,
@@ -365,16 +601,35 @@ void ibmc__op_input(struct ibmc__op *op, const struct ibmc__hdr *h,
 	if (op->done)
 		return;
 	if (!op->known) {
+		if (h->kind == IBMC__K_ACK && h->a > 0 &&
+		    (int)h->src != op->root) {
+			/* A child holds data we never saw (nor its shape):
+			 * ask it for the first fragment, which carries it. */
+			struct ibmc__hdr r;
+
+			memset(&r, 0, sizeof(r));
+			r.kind = IBMC__K_REQ;
+			r.comm_id = op->comm->id;
+			r.version = op->comm->version;
+			r.seq = op->seq;
+			r.src = op->me;
+			r.mask = 1;
+			ibmc__send_pkt(op->comm, (int)h->src, &r, NULL, 0);
+			return;
+		}
+		if (h->kind != IBMC__K_DATA)
+			return;
 		learn(op, h);
 		if (op->done)
 			return;
-	} else if (h->algo != op->algo || h->fragsz != op->fragsz ||
-		   h->len != op->len || (int)h->root != op->root) {
+	} else if (h->kind == IBMC__K_DATA &&
+		   (h->algo != op->algo || h->fragsz != op->fragsz ||
+		    h->len != op->len || (int)h->root != op->root)) {
 		op->comm->st.stale_dropped++;
 		return;
 	}
 	if ((int)h->src == op->tree.parent && op->linger_until)
-		op->linger_until = ibmc__now_ms() + 8 * op->rto + 20;
+		op->linger_until = ibmc__op_now() + 8 * fin_rto(op) + 20000;
 	switch (h->kind) {
 	case IBMC__K_DATA:
 		on_data(op, h, payload, plen, is_mcast);
@@ -386,13 +641,16 @@ void ibmc__op_input(struct ibmc__op *op, const struct ibmc__hdr *h,
 		on_req(op, h);
 		break;
 	case IBMC__K_PROBE:
-		op->ack_due = 1;
+		/* a: what the parent holds; below it, gaps are ours. */
+		if (h->a > op->top && h->a <= op->nfrags)
+			op->top = h->a;
+		if (op->have < op->top)
+			send_nack(op, ibmc__op_now(), 1);
+		else
+			op->ack_due = 1;
 		break;
 	case IBMC__K_FIN:
-		if ((int)h->src == op->tree.parent && !op->fin) {
-			op->fin = 1;
-			progress_made(op);
-		}
+		on_fin(op, h, is_mcast);
 		break;
 	}
 }
@@ -414,27 +672,58 @@ static void resend_to(struct ibmc__op *op, struct ibmc__child *c,
 	}
 }
 
+/* When child c is late, or INT64_MAX while it owes nothing. A child whose
+ * larger (slower) siblings already acknowledged is given less slack: the
+ * data reached them, it most likely missed it. */
+static int64_t child_deadline(const struct ibmc__op *op,
+			      const struct ibmc__child *c, uint32_t limit)
+{
+	uint32_t pt = ack_point(op, limit);
+	const struct ibmc__rtt *r;
+	int64_t ref, rto;
+	int i, ahead = 0;
+
+	if (c->cum >= pt || !pt)
+		return INT64_MAX;
+	ref = op->t_avail[pt - 1];
+	if (ref < 0)
+		ref = -ref;
+	if (c->kick > ref)
+		ref = c->kick;
+	rto = child_rto(op, c->height);
+	r = ack_est(op, c->height);
+	if (!c->backoff && r->srtt) {
+		for (i = 0; i < op->tree.nchildren; i++)
+			if (op->kids[i].height > c->height &&
+			    op->kids[i].cum >= pt)
+				ahead = 1;
+		if (ahead && r->srtt + 2 * r->rttvar + RTO_GRAIN_US < rto)
+			rto = r->srtt + 2 * r->rttvar + RTO_GRAIN_US;
+	}
+	return ref + (rto << c->backoff);
+}
+
+static uint32_t op_limit(const struct ibmc__op *op)
+{
+	return op->me == op->root ? op->sent : op->have;
+}
+
 static void run_timers(struct ibmc__op *op, int64_t now)
 {
 	struct ibmc__child *due[64];
-	uint32_t limit = op->me == op->root ? op->sent : op->have;
+	uint32_t limit = op_limit(op);
 	int i, ndue = 0;
 
 	for (i = 0; i < op->tree.nchildren; i++) {
 		struct ibmc__child *c = &op->kids[i];
 
-		if (c->cum >= limit) {
-			/* Nothing outstanding: the clock starts when
-			 * something is. */
-			c->deadline = now + op->rto;
-			continue;
-		}
-		if (now < c->deadline)
+		if (now < child_deadline(op, c, limit))
 			continue;
 		op->comm->st.timeouts++;
 		if (c->backoff < MAX_BACKOFF)
 			c->backoff++;
-		c->deadline = now + ((int64_t)op->rto << c->backoff);
+		c->kick = now;
+		c->karn = 1;
 		if (ndue < 64)
 			due[ndue++] = c;
 	}
@@ -447,30 +736,50 @@ static void run_timers(struct ibmc__op *op, int64_t now)
 
 		if (!c)
 			continue;
-		if (c->have < limit)
+		if (c->have < limit && limit - c->have <= 4) {
 			resend_to(op, c, limit);
-		else	/* its subtree lags or its ack was lost: ask */
-			ibmc__op_send_ctl(op, c->rank, IBMC__K_PROBE, 0, 0, 0,
-					  0);
+		} else {
+			/* Its acks are coalesced, so what it holds is not
+			 * known: tell it how far we are (it NACKs its gaps)
+			 * and resend the tail, a gap it cannot see. */
+			ibmc__op_send_ctl(op, c->rank, IBMC__K_PROBE, limit,
+					  0, 0, 0);
+			if (c->have < limit && !kid_holds(c, limit - 1))
+				ibmc__op_send_frag(op, c->rank, limit - 1, 1);
+		}
 	}
 }
 
+/* Acks are coalesced: one when the held or the subtree's prefix crosses a
+ * multiple of ackint, at the end (twice: it is the one the root waits
+ * for), when asked, and again while the FIN does not come. */
 static void send_ack(struct ibmc__op *op, int64_t now)
 {
-	uint64_t mask = held_mask(op);
 	int flags = (op->mc_seen || op->child_mc) ? IBMC__F_MC : 0;
+	int final = op->cum == op->nfrags, n = 1;
+	uint32_t k = op->ackint;
 
-	if (!op->ack_due && op->have == op->acked_have &&
-	    op->cum == op->acked_cum && mask == op->acked_mask &&
-	    !(op->cum == op->nfrags && !op->fin && now >= op->ack_resend))
+	if (!op->ack_due && op->have / k == op->acked_have / k &&
+	    op->cum / k == op->acked_cum / k &&
+	    (op->have < op->nfrags || op->acked_have == op->nfrags) &&
+	    (!final || (op->acked_cum == op->nfrags &&
+			(op->fin || now < op->ack_resend))))
 		return;
-	ibmc__op_send_ctl(op, op->tree.parent, IBMC__K_ACK, op->have, op->cum,
-			  mask, flags);
+	if (final && op->acked_cum != op->nfrags) {
+		n = 2;
+		op->final_ack = now;
+	}
+	while (n--)
+		ibmc__op_send_ctl(op, op->tree.parent, IBMC__K_ACK, op->have,
+				  op->cum, held_mask(op), flags);
+	if (final) {
+		op->ack_resend = now + (fin_rto(op) << (op->final_acks < 6 ?
+							op->final_acks : 6));
+		op->final_acks++;
+	}
 	op->acked_have = op->have;
 	op->acked_cum = op->cum;
-	op->acked_mask = mask;
 	op->ack_due = 0;
-	op->ack_resend = now + 2 * op->rto + op->comm->ctx->env.rto_ms;
 }
 
 static void send_fins(struct ibmc__op *op)
@@ -482,6 +791,24 @@ static void send_fins(struct ibmc__op *op)
 				  0);
 		op->kids[i].fin_sent = 1;
 	}
+}
+
+/* The root is done: one multicast FIN (twice, against loss) reaches every
+ * member when multicast works; else it goes down the tree. */
+static void root_fin(struct ibmc__op *op)
+{
+	struct ibmc__hdr h;
+	int i;
+
+	if (op->algo != IBMC__A_MCAST || !op->child_mc) {
+		send_fins(op);
+		return;
+	}
+	fill_hdr(op, &h, IBMC__K_FIN);
+	for (i = 0; i < 2; i++)
+		ibmc__mcast_pkt(op->comm, &h, NULL, 0);
+	for (i = 0; i < op->tree.nchildren; i++)
+		op->kids[i].fin_sent = 1;
 }
 
 void ibmc__op_progress(struct ibmc__op *op, int64_t now)
@@ -498,43 +825,64 @@ void ibmc__op_progress(struct ibmc__op *op, int64_t now)
 				ibmc__p2p_push(op);
 		}
 		run_timers(op, now);
-		if (op->me != op->root)
+		if (op->me != op->root &&
+		    (op->fin == 2 || (op->fin && op->cum == op->nfrags))) {
+			/* The root held every ack: all members hold the
+			 * data. A FIN that came down the tree goes on down. */
+			if (op->fin == 1)
+				send_fins(op);
+			finish(op, 0);
+			return;
+		}
+		if (op->me != op->root) {
+			send_nack(op, now, 0);
 			send_ack(op, now);
+		}
 		if (op->me == op->root && op->cum == op->nfrags) {
-			send_fins(op);
+			root_fin(op);
 			finish(op, 0);
 			return;
 		}
 		if (op->me != op->root && op->cum == op->nfrags) {
-			/* Our subtree is complete. Wait for the FIN that says
-			 * the parent heard us, re-sending the final ack; a
-			 * parent silent for long has left: go anyway. */
+			/* Our subtree is complete. Wait for the FIN,
+			 * re-sending the final ack; a parent silent for long
+			 * has left: go anyway. */
 			if (!op->linger_until)
-				op->linger_until = now + 8 * op->rto + 20;
-			if (op->fin || now >= op->linger_until) {
+				op->linger_until = now + 8 * fin_rto(op) +
+						   20000;
+			if (now >= op->linger_until) {
 				send_fins(op);
 				finish(op, 0);
 			}
 			return;
 		}
 	}
-	if (timeout && now - op->last_progress > timeout)
+	if (timeout && ibmc__now_ms() - op->last_progress > timeout)
 		finish(op, -ETIMEDOUT);
 }
 
 int64_t ibmc__op_next_deadline(const struct ibmc__op *op)
 {
-	int64_t d = INT64_MAX;
+	uint32_t limit;
+	int64_t d = INT64_MAX, t;
 	int i;
 
 	if (!op->known || op->done)
 		return d;
-	for (i = 0; i < op->tree.nchildren; i++)
-		if (op->kids[i].deadline < d)
-			d = op->kids[i].deadline;
+	limit = op_limit(op);
+	for (i = 0; i < op->tree.nchildren; i++) {
+		t = child_deadline(op, &op->kids[i], limit);
+		if (t < d)
+			d = t;
+	}
 	if (op->linger_until && op->linger_until < d)
 		d = op->linger_until;
 	if (op->ack_resend && op->cum == op->nfrags && op->ack_resend < d)
 		d = op->ack_resend;
+	if (op->me != op->root && op->have < op->top) {
+		t = op->nack_at + (nack_rto(op) << op->nack_tries);
+		if (t < d)
+			d = t;
+	}
 	return d;
 }

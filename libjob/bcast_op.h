@@ -5,11 +5,13 @@
  * The engine (bcast_op.c) is shared by every algorithm: MTU fragments
  * numbered within the broadcast, a send window at the root, cumulative
  * acknowledgments up a tree rooted at the sender (each rank reports the
- * contiguous prefix it holds and the prefix its whole subtree holds), timers
- * scaled by the rank's height in the tree, selective retransmission to the
- * children that did not acknowledge, repair requests when a child
- * acknowledges data its parent lacks, and a FIN that travels down the tree
- * once the root holds every acknowledgment. The algorithms differ only in
+ * contiguous prefix it holds and the prefix its whole subtree holds, once
+ * per half window and at the end), retransmission timers from measured ack
+ * delays per child subtree height (SRTT/RTTVAR, Karn's rule, backoff),
+ * selective retransmission to the children that did not acknowledge,
+ * immediate NACKs of gaps to the parent, repair requests when a child
+ * acknowledges data its parent lacks, and a FIN, multicast by the root
+ * (or sent down the tree), once the root holds every acknowledgment. The algorithms differ only in
  * how new data moves: bcast_mcast.c multicasts it from the root (the tree
  * carries acks and repairs), bcast_p2p.c forwards it down the tree.
  */
@@ -24,13 +26,18 @@
 
 struct ibmc__child {
 	int rank;		/* communicator rank */
+	int height;		/* of its subtree: picks its delay estimate */
 	uint32_t have;		/* contiguous fragments it holds */
 	uint32_t cum;		/* ... that its whole subtree holds */
 	uint64_t mask;		/* bit i: it holds fragment have + 1 + i */
 	int mc;			/* its subtree saw multicast data */
 	int fin_sent;
 	int backoff;
-	int64_t deadline;	/* ms: retransmit or probe then */
+	int karn;		/* resent or probed since its last progress:
+				 * its next ack is no delay sample */
+	int64_t kick;		/* us: last resend or probe to it */
+	uint32_t want_lo;	/* fragments it asked for that we lacked: */
+	uint64_t want;		/* bit i: want_lo + i */
 };
 
 struct ibmc__op {
@@ -42,11 +49,15 @@ struct ibmc__op {
 	unsigned char *buf;
 	size_t len;
 	uint32_t fragsz, nfrags;
+	uint32_t ackint;	/* children ack every ackint fragments */
 
 	struct ibmc__tree tree;
 	struct ibmc__child *kids;
 	unsigned char *got;	/* bitmap of held fragments */
+	int64_t *t_avail;	/* us: when this rank first held (root: sent)
+				 * each fragment; negative: by a repair */
 	uint32_t have;		/* contiguous prefix held */
+	uint32_t top;		/* 1 + the highest fragment held */
 	uint32_t cum;		/* prefix the whole subtree holds */
 	uint32_t sent;		/* root: fragments sent once */
 	int mc_seen;		/* got a fragment by multicast */
@@ -54,16 +65,21 @@ struct ibmc__op {
 
 	/* What the parent last heard from us. */
 	uint32_t acked_have, acked_cum;
-	uint64_t acked_mask;
 	int ack_due;		/* send an ack at the next flush */
-	int64_t ack_resend;	/* ms: re-send the final ack then */
+	int64_t final_ack;	/* us: first final ack sent (FIN delay) */
+	int final_acks;		/* final acks sent */
+	int64_t ack_resend;	/* us: re-send the final ack then */
 
-	int fin;		/* FIN from the parent (or root done) */
-	int64_t linger_until;	/* give up waiting for the FIN then */
-	int64_t req_next;	/* earliest next repair request */
+	/* Gaps: NACKs to the parent. */
+	uint32_t nack_hi;	/* gaps below this were NACKed ... */
+	int64_t nack_at;	/* ... at this time (us) */
+	int nack_tries;		/* NACKs without progress: backoff */
+
+	int fin;		/* FIN received (or root done) */
+	int64_t linger_until;	/* us: give up waiting for the FIN then */
+	int64_t req_next;	/* us: earliest next repair request */
 	int remcast_ok;		/* the last re-multicast made progress */
-	int64_t last_progress;
-	int rto;		/* this rank's timer, ms (height-scaled) */
+	int64_t last_progress;	/* ms */
 
 	int done, rc;
 };
@@ -76,10 +92,12 @@ void ibmc__op_fini(struct ibmc__op *op);
 /* A datagram for this op (its comm, version and seq already matched). */
 void ibmc__op_input(struct ibmc__op *op, const struct ibmc__hdr *h,
 		    const unsigned char *payload, size_t plen, int is_mcast);
-/* Timers, pending acks and completion checks; sets op->done. */
+/* Timers, pending acks and completion checks; sets op->done. now: us. */
 void ibmc__op_progress(struct ibmc__op *op, int64_t now);
-/* ms until this op's next timer (for the receive timeout). */
+/* This op's next timer, us on ibmc__op_now()'s clock. */
 int64_t ibmc__op_next_deadline(const struct ibmc__op *op);
+/* Monotonic microseconds. */
+int64_t ibmc__op_now(void);
 
 /* Low-level sends shared with the strategies. */
 int ibmc__op_send_frag(struct ibmc__op *op, int to, uint32_t frag,

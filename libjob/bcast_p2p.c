@@ -17,6 +17,7 @@ void ibmc__p2p_push(struct ibmc__op *op)
 	int i;
 
 	while (op->sent < op->nfrags && op->sent < op->cum + w) {
+		op->t_avail[op->sent] = ibmc__op_now();
 		for (i = 0; i < op->tree.nchildren; i++)
 			ibmc__op_send_frag(op, op->kids[i].rank, op->sent, 0);
 		op->sent++;

@@ -15,6 +15,15 @@
 
 struct ibmc__op;
 
+/* A smoothed delay estimate (bcast_op.c), microseconds; srtt 0: none yet. */
+struct ibmc__rtt {
+	int64_t srtt, rttvar;
+};
+
+/* Child subtree heights with their own estimate (deeper ones share the
+ * last). */
+#define IBMC__RTT_LEVELS 24
+
 /* A datagram kept for later: for a communicator not created yet, or for a
  * broadcast this rank has not entered yet. */
 struct ibmc__early {
@@ -53,6 +62,12 @@ struct ibmc_comm {
 	uint32_t last_seq, last_nfrags;
 	int last_parent;
 	struct ibmc__hdr last_tmpl;	/* its shape, for replies */
+
+	/* Measured delays, kept across broadcasts: from when a parent holds
+	 * a fragment to a child's ack covering it, by the child's height
+	 * (retransmission timers); from a final ack to the FIN. */
+	struct ibmc__rtt ack_rtt[IBMC__RTT_LEVELS];
+	struct ibmc__rtt fin_rtt;
 
 	struct ibmc__early *early;	/* for broadcasts not entered yet */
 	int early_count;

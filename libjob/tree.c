@@ -69,6 +69,7 @@ int ibmc__tree_build(struct ibmc__tree *t, int algo, int lambda, int n,
 	int *parent, *height, v, k, nc = 0, rel = (me - root + n) % n;
 
 	t->children = NULL;
+	t->cheight = NULL;
 	t->nchildren = 0;
 	parent = calloc((size_t)n, sizeof(*parent));
 	height = calloc((size_t)n, sizeof(*height));
@@ -94,7 +95,11 @@ int ibmc__tree_build(struct ibmc__tree *t, int algo, int lambda, int n,
 			nc++;
 	if (nc) {
 		t->children = malloc(sizeof(int) * (size_t)nc);
-		if (!t->children) {
+		t->cheight = malloc(sizeof(int) * (size_t)nc);
+		if (!t->children || !t->cheight) {
+			free(t->children);
+			free(t->cheight);
+			t->children = t->cheight = NULL;
 			free(parent);
 			free(height);
 			return -ENOMEM;
@@ -104,8 +109,10 @@ int ibmc__tree_build(struct ibmc__tree *t, int algo, int lambda, int n,
 	 * at higher relative indexes were assigned first and hold more. */
 	k = 0;
 	for (v = n - 1; v > 0; v--)
-		if (parent[v] == rel)
+		if (parent[v] == rel) {
+			t->cheight[k] = height[v];
 			t->children[k++] = (v + root) % n;
+		}
 	t->nchildren = nc;
 	t->parent = rel ? (parent[rel] + root) % n : -1;
 	t->height = height[rel];
@@ -117,6 +124,8 @@ int ibmc__tree_build(struct ibmc__tree *t, int algo, int lambda, int n,
 void ibmc__tree_free(struct ibmc__tree *t)
 {
 	free(t->children);
+	free(t->cheight);
 	t->children = NULL;
+	t->cheight = NULL;
 	t->nchildren = 0;
 }

@@ -16,6 +16,7 @@ struct ibmc__tree {
 	int parent;		/* -1 at the root */
 	int nchildren;
 	int *children;		/* first-served first */
+	int *cheight;		/* each child's height */
 	int height;		/* 0 for a leaf: levels of acks below this rank */
 };
 

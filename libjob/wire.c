@@ -17,61 +17,98 @@ static uint32_t get32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return b
 static uint64_t get64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return be64toh(v); }
 
 /*
- * Layout: 0 magic, 1 kind, 2 algo, 3 lambda, 4 comm_id, 8 version, 12 seq,
- * 16 src, 20 root, 24 len, 28 fragsz, 30 flags(8) + pad(8), 32 a,
- * then control only: 36 b, 40 mask.
+ * Layout: 0 magic, 1 kind, 2 flags, 3 algo (DATA) or 0, 4 comm_id,
+ * 8 version, 12 seq, 16 src, 20 a; then
+ *   DATA: 24 root, 28 len, 32 fragsz(16), 34 lambda, 35 ackint;
+ *   ACK: 24 b, and 28 mask when F_MASK (a zero mask is not sent);
+ *   REQ: 24 b, 28 mask;
+ *   PROBE, FIN: nothing.
  */
 size_t ibmc__wire_encode(const struct ibmc__hdr *h, uint8_t *out)
 {
+	uint8_t flags = h->flags & ~IBMC__F_MASK;
+
+	if (h->kind == IBMC__K_ACK && h->mask)
+		flags |= IBMC__F_MASK;
 	out[0] = IBMC__WIRE_MAGIC;
 	out[1] = h->kind;
-	out[2] = h->algo;
-	out[3] = h->lambda;
+	out[2] = flags;
+	out[3] = h->kind == IBMC__K_DATA ? h->algo : 0;
 	put32(out + 4, h->comm_id);
 	put32(out + 8, h->version);
 	put32(out + 12, h->seq);
 	put32(out + 16, h->src);
-	put32(out + 20, h->root);
-	put32(out + 24, h->len);
-	put16(out + 28, h->fragsz);
-	out[30] = h->flags;
-	out[31] = 0;
-	put32(out + 32, h->a);
-	if (h->kind == IBMC__K_DATA)
+	put32(out + 20, h->a);
+	switch (h->kind) {
+	case IBMC__K_DATA:
+		put32(out + 24, h->root);
+		put32(out + 28, h->len);
+		put16(out + 32, h->fragsz);
+		out[34] = h->lambda;
+		out[35] = h->ackint;
 		return IBMC__WIRE_HDR;
-	put32(out + 36, h->b);
-	put64(out + 40, h->mask);
-	return IBMC__WIRE_CTL;
+	case IBMC__K_ACK:
+		put32(out + 24, h->b);
+		if (!(flags & IBMC__F_MASK))
+			return 28;
+		put64(out + 28, h->mask);
+		return 36;
+	case IBMC__K_REQ:
+		put32(out + 24, h->b);
+		put64(out + 28, h->mask);
+		return 36;
+	default:
+		return IBMC__WIRE_BASE;
+	}
 }
 
 int ibmc__wire_decode(const void *buf, size_t len, struct ibmc__hdr *h)
 {
 	const uint8_t *p = buf;
 
-	if (len < IBMC__WIRE_HDR || p[0] != IBMC__WIRE_MAGIC)
+	if (len < IBMC__WIRE_BASE || p[0] != IBMC__WIRE_MAGIC)
 		return -EBADMSG;
 	memset(h, 0, sizeof(*h));
 	h->kind = p[1];
-	h->algo = p[2];
-	h->lambda = p[3];
+	h->flags = p[2];
+	h->algo = p[3];
 	h->comm_id = get32(p + 4);
 	h->version = get32(p + 8);
 	h->seq = get32(p + 12);
 	h->src = get32(p + 16);
-	h->root = get32(p + 20);
-	h->len = get32(p + 24);
-	h->fragsz = get16(p + 28);
-	h->flags = p[30];
-	h->a = get32(p + 32);
-	if (h->kind < IBMC__K_DATA || h->kind > IBMC__K_FIN)
-		return -EBADMSG;
-	if (h->algo < IBMC__A_MCAST || h->algo > IBMC__A_POSTAL)
-		return -EBADMSG;
-	if (h->kind == IBMC__K_DATA)
+	h->a = get32(p + 20);
+	switch (h->kind) {
+	case IBMC__K_DATA:
+		if (len < IBMC__WIRE_HDR)
+			return -EBADMSG;
+		if (h->algo < IBMC__A_MCAST || h->algo > IBMC__A_POSTAL)
+			return -EBADMSG;
+		h->root = get32(p + 24);
+		h->len = get32(p + 28);
+		h->fragsz = get16(p + 32);
+		h->lambda = p[34];
+		h->ackint = p[35];
 		return h->fragsz ? 0 : -EBADMSG;
-	if (len < IBMC__WIRE_CTL)
+	case IBMC__K_ACK:
+		if (len < 28)
+			return -EBADMSG;
+		h->b = get32(p + 24);
+		if (!(h->flags & IBMC__F_MASK))
+			return 0;
+		if (len < 36)
+			return -EBADMSG;
+		h->mask = get64(p + 28);
+		return 0;
+	case IBMC__K_REQ:
+		if (len < 36)
+			return -EBADMSG;
+		h->b = get32(p + 24);
+		h->mask = get64(p + 28);
+		return 0;
+	case IBMC__K_PROBE:
+	case IBMC__K_FIN:
+		return 0;
+	default:
 		return -EBADMSG;
-	h->b = get32(p + 36);
-	h->mask = get64(p + 40);
-	return 0;
+	}
 }

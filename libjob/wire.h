@@ -2,12 +2,15 @@
 /*
  * wire.h - the header every libjob datagram starts with.
  *
- * One transport instance serves all communicators of a context, so the
+ * One transport instance serves all communicators of a context, so every
  * header names the communicator, its membership version, the broadcast
- * (per-communicator sequence number), the sender and the broadcast's shape
- * (root, algorithm, total length, fragment size). Every packet carries the
- * shape so that a receiver learns the root's choice from whichever packet
- * reaches it first: the root alone decides the algorithm.
+ * (per-communicator sequence number) and the sender (24 bytes with one
+ * word of kind-specific data). DATA adds the broadcast's shape (root,
+ * algorithm, total length, fragment size, ack interval): a receiver learns
+ * the root's choice from the first fragment that reaches it; the root
+ * alone decides. Control packets stay small (24 to 36 bytes): they carry
+ * no shape, and a rank that does not know it yet ignores them (or, for an
+ * ack from a child, asks that child for data, which carries it).
  */
 #ifndef IBMCAST_LIBJOB_WIRE_H
 #define IBMCAST_LIBJOB_WIRE_H
@@ -17,12 +20,14 @@
 
 #define IBMC__WIRE_MAGIC 0xbc
 #define IBMC__WIRE_HDR 36	/* bytes before a DATA payload */
-#define IBMC__WIRE_CTL 48	/* size of every control packet */
+#define IBMC__WIRE_BASE 24	/* PROBE, FIN */
+#define IBMC__WIRE_CTL 36	/* the largest control packet */
 
 enum ibmc__kind {
 	IBMC__K_DATA = 1,	/* one fragment; a = fragment index */
 	IBMC__K_ACK = 2,	/* a = have, b = cum, mask = held after have */
-	IBMC__K_REQ = 3,	/* repair request: a = start, mask = wanted */
+	IBMC__K_REQ = 3,	/* repair request or NACK: a = start, b = the
+				 * sender's have, mask = wanted from a */
 	IBMC__K_PROBE = 4,	/* "send me your ack" */
 	IBMC__K_FIN = 5,	/* the sender's subtree and all above are done */
 };
@@ -37,6 +42,7 @@ enum ibmc__algo {
 /* Flags. */
 #define IBMC__F_MC 0x1		/* ACK: this subtree saw multicast data */
 #define IBMC__F_RETX 0x2	/* DATA: a retransmission or repair */
+#define IBMC__F_MASK 0x4	/* ACK: a mask follows (wire only) */
 
 struct ibmc__hdr {
 	uint8_t kind;
@@ -50,12 +56,14 @@ struct ibmc__hdr {
 	uint32_t root;
 	uint32_t len;		/* broadcast's total bytes */
 	uint16_t fragsz;	/* payload bytes per fragment */
+	uint8_t ackint;		/* DATA: ack every this many fragments */
 	uint32_t a, b;
 	uint64_t mask;
 };
 
-/* Encode the first IBMC__WIRE_HDR bytes (DATA) or all IBMC__WIRE_CTL bytes
- * (control kinds) of h into out. Returns the encoded length. */
+/* Encode h into out (at least IBMC__WIRE_CTL bytes): IBMC__WIRE_HDR bytes
+ * for DATA (the payload follows), 24 to 36 for control kinds. Returns the
+ * encoded length. */
 size_t ibmc__wire_encode(const struct ibmc__hdr *h, uint8_t *out);
 /* 0 and *h filled, or -EBADMSG for a datagram that is not ours. */
 int ibmc__wire_decode(const void *buf, size_t len, struct ibmc__hdr *h);

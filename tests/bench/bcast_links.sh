@@ -93,12 +93,12 @@ for n in "${RANKS[@]}"; do
 done
 say "jobs ready: ${RANKS[*]} nodes"
 
-echo "ranks,algo,loss,size,reps,median_us,max_us,link_bytes_per_bcast,algo_used" > "$CSV"
+echo "ranks,algo,loss,size,reps,median_us,max_us,link_bytes_per_bcast,algo_used,retransmits,timeouts" > "$CSV"
 FAILED=0
 
 # point N ALGO LOSS SIZE: one run; appends a CSV line.
 point() {
-	local n=$1 algo=$2 loss=$3 size=$4 out rc=0 bytes med max used
+	local n=$1 algo=$2 loss=$3 size=$4 out rc=0 bytes med max used retx tmo
 	dp_ctl clear > /dev/null
 	if [ "$loss" != 0 ]; then
 		dp_ctl set loss="$loss" seed=5 > /dev/null
@@ -118,9 +118,11 @@ point() {
 	med=$(grep -oE 'median_us=[0-9.]+' <<< "$out" | cut -d= -f2)
 	max=$(grep -oE 'max_us=[0-9.]+' <<< "$out" | cut -d= -f2)
 	used=$(grep -oE 'algo=[a-z]+' <<< "$out" | tail -n 1 | cut -d= -f2)
-	echo "$n,$algo,$loss,$size,$REPS,$med,$max,$((bytes / REPS)),$used" >> "$CSV"
-	say "$(printf '%3d ranks %-8s loss %-4s %8d B: %10s us median, %12d link bytes/bcast (%s)' \
-		"$n" "$algo" "$loss" "$size" "$med" $((bytes / REPS)) "$used")"
+	retx=$(grep -oE 'retransmits=[0-9]+' <<< "$out" | cut -d= -f2)
+	tmo=$(grep -oE 'timeouts=[0-9]+' <<< "$out" | cut -d= -f2)
+	echo "$n,$algo,$loss,$size,$REPS,$med,$max,$((bytes / REPS)),$used,$retx,$tmo" >> "$CSV"
+	say "$(printf '%3d ranks %-8s loss %-4s %8d B: %10s us median, %12d link bytes/bcast (%s) retx %s timeouts %s' \
+		"$n" "$algo" "$loss" "$size" "$med" $((bytes / REPS)) "$used" "$retx" "$tmo")"
 }
 
 for n in "${RANKS[@]}"; do

@@ -20,21 +20,41 @@ int main(void)
 
 	tap_is_int(ibmc__wire_encode(&h, buf), IBMC__WIRE_CTL, "ack is a control-sized packet");
 	tap_is_int(ibmc__wire_decode(buf, sizeof(buf), &d), 0, "ack decodes");
-	tap_ok(!memcmp(&h, &d, sizeof(h)) || (d.mask == h.mask && d.seq == h.seq &&
-					      d.len == h.len && d.b == h.b),
-	       "ack round trip keeps every field");
+	tap_ok(d.kind == h.kind && d.flags == (h.flags | IBMC__F_MASK) &&
+	       d.comm_id == h.comm_id && d.version == h.version &&
+	       d.seq == h.seq && d.src == h.src && d.a == h.a && d.b == h.b &&
+	       d.mask == h.mask, "ack round trip keeps every field it carries");
 	tap_ok(ibmc__wire_decode(buf, IBMC__WIRE_CTL - 1, &d) < 0, "truncated ack rejected");
+	h.mask = 0;
+	tap_is_int(ibmc__wire_encode(&h, buf), 28, "ack without a mask is 28 bytes");
+	tap_is_int(ibmc__wire_decode(buf, 28, &d), 0, "short ack decodes");
+	tap_ok(d.a == 12 && d.b == 9 && d.mask == 0 && (d.flags & IBMC__F_MC),
+	       "short ack keeps have, cum and flags");
+	h.kind = IBMC__K_REQ;
+	h.mask = 0x5;
+	tap_is_int(ibmc__wire_encode(&h, buf), IBMC__WIRE_CTL, "request carries its mask");
+	tap_ok(!ibmc__wire_decode(buf, IBMC__WIRE_CTL, &d) && d.mask == 0x5 &&
+	       d.b == 9, "request round trip");
+	h.kind = IBMC__K_FIN;
+	tap_is_int(ibmc__wire_encode(&h, buf), IBMC__WIRE_BASE, "fin is the 24-byte base");
+	tap_ok(!ibmc__wire_decode(buf, IBMC__WIRE_BASE, &d) && d.kind == IBMC__K_FIN &&
+	       d.seq == h.seq && d.src == h.src && d.comm_id == h.comm_id &&
+	       d.version == h.version, "fin round trip");
 	h.kind = IBMC__K_DATA;
-	tap_is_int(ibmc__wire_encode(&h, buf), IBMC__WIRE_HDR, "data header is shorter");
+	h.ackint = 32;
+	tap_is_int(ibmc__wire_encode(&h, buf), IBMC__WIRE_HDR, "data header size");
 	tap_is_int(ibmc__wire_decode(buf, IBMC__WIRE_HDR, &d), 0, "data decodes");
 	tap_is_int(d.a, 12, "fragment index kept");
+	tap_ok(d.root == 4 && d.len == 0xffffffff && d.fragsz == 4060 &&
+	       d.lambda == 2 && d.ackint == 32 && d.algo == IBMC__A_MCAST,
+	       "data keeps the broadcast's shape");
 	buf[0] ^= 1;
 	tap_ok(ibmc__wire_decode(buf, IBMC__WIRE_HDR, &d) < 0, "bad magic rejected");
 	buf[0] ^= 1;
 	buf[1] = 9;
 	tap_ok(ibmc__wire_decode(buf, IBMC__WIRE_HDR, &d) < 0, "unknown kind rejected");
 	buf[1] = IBMC__K_DATA;
-	buf[2] = 0;
+	buf[3] = 0;
 	tap_ok(ibmc__wire_decode(buf, IBMC__WIRE_HDR, &d) < 0, "unknown algorithm rejected");
 	tap_ok(ibmc__wire_decode(buf, 3, &d) < 0, "runt rejected");
 	tap_plan(tap__n);
