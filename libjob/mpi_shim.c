@@ -23,6 +23,10 @@
 
 #define SHIM "ibmcast_mpi"
 
+/* Broadcasts on different communicators may run in different threads
+ * (MPI_THREAD_MULTIPLE): the counters they bump are shared. */
+#define COUNT(x) __atomic_fetch_add(&(x), 1, __ATOMIC_RELAXED)
+
 /* Counters of one rank, printed by rank 0 at MPI_Finalize when verbose. */
 struct tally {
 	unsigned long shim;		/* broadcasts through ibmc_bcast */
@@ -356,15 +360,15 @@ int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag,
 
 static void count_algo(const char *algo)
 {
-	S.t.shim++;
+	COUNT(S.t.shim);
 	if (!strcmp(algo, "mcast"))
-		S.t.mcast++;
+		COUNT(S.t.mcast);
 	else if (!strcmp(algo, "binomial"))
-		S.t.binomial++;
+		COUNT(S.t.binomial);
 	else if (!strcmp(algo, "postal"))
-		S.t.postal++;
+		COUNT(S.t.postal);
 	else
-		S.t.other++;
+		COUNT(S.t.other);
 }
 
 /*
@@ -436,7 +440,7 @@ int MPI_Bcast(void *buf, int count, MPI_Datatype type, int root,
 		    PMPI_Unpack(tmp, (int)len, &pos, buf, count, type, comm) !=
 			    MPI_SUCCESS)
 			rc = -EPROTO;
-		S.t.packed++;
+		COUNT(S.t.packed);
 	}
 	if (rc)
 		goto fail;
@@ -452,7 +456,7 @@ fail:
 	return MPI_ERR_OTHER;
 pass:
 	if (S.on) {
-		S.t.passthrough++;
+		COUNT(S.t.passthrough);
 		if (S.verbose >= 2)
 			say0("MPI_Bcast root %d: MPI's own broadcast", root);
 	}

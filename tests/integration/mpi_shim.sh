@@ -32,6 +32,16 @@ need_file "$IBMCASTCTL" "tools/ibmcastctl"
 
 plan 14
 
+# Under the sanitizer build: MPICH (UCX) leaks from modules it unloads
+# before exit, which LeakSanitizer cannot name to suppress (a plain
+# MPI_Init/MPI_Finalize program shows them). The ranks keep every other
+# check; the shim's own allocations are freed at MPI_Finalize.
+rank_asan=${ASAN_OPTIONS-}
+if ldd "$SHIM" 2>/dev/null | grep -q libasan; then
+	rank_asan=${rank_asan:+$rank_asan:}detect_leaks=0
+	diag "sanitizer build: MPI ranks run with detect_leaks=0 (MPICH's own leaks)"
+fi
+
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ibmcast-mpi-test.XXXXXX")
 at_exit "rm -rf '$tmp'"
 
@@ -52,7 +62,8 @@ mpirun() {
 		args+=(-n 1 env IBMCAST_NODE=node$((i + 1)) "$@" "$PROG")
 	done
 	diag "mpiexec: $NRANKS ranks $*"
-	timeout 120 "$MPIEXEC" "${args[@]}" > "$out" 2>&1
+	ASAN_OPTIONS=$rank_asan timeout 120 "$MPIEXEC" "${args[@]}" \
+		< /dev/null > "$out" 2>&1
 }
 
 # verified OUT: every rank printed its verdict with 0 errors, and no
