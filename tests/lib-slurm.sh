@@ -22,6 +22,20 @@ SLURM_DIR=
 _slurm_pids=()
 _slurm_ports=()
 
+# The SPANK plugin the tests load. Slurm runs the plugin's job prolog and
+# epilog in a fresh `slurmstepd spank prolog` whose environment slurmd
+# builds from scratch, so nothing can preload the ASan runtime there and an
+# ASan-instrumented plugin cannot load. The sanitizer suite
+# (IBMCAST_SANITIZE set by scripts/test --asan) therefore runs Slurm with
+# the plain suite's plugin (IBMCAST_PLAIN_BUILDDIR), while the tasks, tools
+# and the rest of ibmcast are its instrumented builds.
+SPANK_SO=$top_builddir/spank/.libs/ibmcast_spank.so
+if [[ ${IBMCAST_SANITIZE:-} == *address* ]]; then
+	SPANK_SO=${IBMCAST_PLAIN_BUILDDIR:+$IBMCAST_PLAIN_BUILDDIR/spank/.libs/ibmcast_spank.so}
+	[ -n "$SPANK_SO" ] && [ -e "$SPANK_SO" ] ||
+		skip_all "sanitizer build: Slurm's prolog cannot load an ASan-instrumented SPANK plugin, and no plain build (IBMCAST_PLAIN_BUILDDIR) provides one"
+fi
+
 slurm_need() {
 	local c
 	for c in slurmctld slurmd srun sbatch squeue scontrol munged; do
@@ -254,7 +268,7 @@ step_pool_id() {
 
 # The plugstack.conf line for the fabric sourced from $SIM_DIR/env.
 spank_line() {
-	echo "required $top_builddir/spank/.libs/ibmcast_spank.so" \
+	echo "required $SPANK_SO" \
 		"server=$IBMCAST_SERVER_TCP munge_socket=$SLURM_MUNGE_SOCKET" \
 		"statedir=$SLURM_DIR/ibmcast $*"
 }

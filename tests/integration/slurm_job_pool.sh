@@ -17,7 +17,7 @@ need_cmd opensm opensm
 need_cmd jq jq
 TASK=$top_srcdir/tests/slurm/task_env.sh
 need_file "$top_builddir/tools/ibmcastctl" tools/ibmcastctl
-need_file "$top_builddir/spank/.libs/ibmcast_spank.so" ibmcast_spank.so
+need_file "$SPANK_SO" ibmcast_spank.so
 
 plan 12
 

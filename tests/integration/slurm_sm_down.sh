@@ -12,7 +12,7 @@
 
 slurm_need
 TASK=$top_srcdir/tests/slurm/task_env.sh
-need_file "$top_builddir/spank/.libs/ibmcast_spank.so" ibmcast_spank.so
+need_file "$SPANK_SO" ibmcast_spank.so
 
 plan 12
 

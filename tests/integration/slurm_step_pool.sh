@@ -21,7 +21,7 @@ WATCH=$top_builddir/sim-fabric/ibmcast-mftwatch
 TASK=$top_srcdir/tests/slurm/task_env.sh
 need_file "$CTL" tools/ibmcastctl
 need_file "$WATCH" sim-fabric/ibmcast-mftwatch
-need_file "$top_builddir/spank/.libs/ibmcast_spank.so" ibmcast_spank.so
+need_file "$SPANK_SO" ibmcast_spank.so
 
 plan 17
 
