@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "libjob/transport.h"
+#include "libjob/ud_addr.h"
 #include "sim-fabric/dp_client.h"
 
 /* Address layout: lid (2, LE), qpn (4, LE), port GID (16). */
@@ -65,15 +66,10 @@ static void sim_close(struct ibmc_tr *tr)
 static int sim_local_addr(struct ibmc_tr *tr, struct ibmc_tr_addr *addr)
 {
 	const struct ibmc_dp_hello_ok *me = ibmc__dp_self(tr->dp);
+	struct ibmc_ud_addr ud = { .lid = me->lid, .qpn = me->qpn };
 
-	memset(addr, 0, sizeof(*addr));
-	addr->bytes[0] = (uint8_t)me->lid;
-	addr->bytes[1] = (uint8_t)(me->lid >> 8);
-	addr->bytes[2] = (uint8_t)me->qpn;
-	addr->bytes[3] = (uint8_t)(me->qpn >> 8);
-	addr->bytes[4] = (uint8_t)(me->qpn >> 16);
-	addr->bytes[5] = (uint8_t)(me->qpn >> 24);
-	memcpy(addr->bytes + 6, me->port_gid, 16);
+	memcpy(ud.gid, me->port_gid, sizeof(ud.gid));
+	ibmc__ud_addr_pack(&ud, addr);
 	return 0;
 }
 
@@ -84,14 +80,14 @@ static size_t sim_mtu(struct ibmc_tr *tr)
 
 static int sim_peer_add(struct ibmc_tr *tr, const struct ibmc_tr_addr *addr)
 {
+	struct ibmc_ud_addr ud;
 	struct sim_peer p;
 	int i;
 
-	p.lid = (uint16_t)(addr->bytes[0] | addr->bytes[1] << 8);
-	p.qpn = (uint32_t)addr->bytes[2] | (uint32_t)addr->bytes[3] << 8 |
-		(uint32_t)addr->bytes[4] << 16 | (uint32_t)addr->bytes[5] << 24;
-	if (!p.lid || p.lid >= 0xc000)
+	if (ibmc__ud_addr_unpack(addr, &ud))
 		return -EINVAL;
+	p.lid = ud.lid;
+	p.qpn = ud.qpn;
 	for (i = 0; i < tr->npeers; i++)
 		if (tr->peers[i].lid == p.lid && tr->peers[i].qpn == p.qpn)
 			return i;

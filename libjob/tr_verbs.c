@@ -25,6 +25,7 @@
 
 #include "common/log.h"
 #include "libjob/transport.h"
+#include "libjob/ud_addr.h"
 
 #define GRH_LEN 40	/* UD receives always start with room for a GRH */
 #define NRECV 512	/* receive ring: absorbs a window of fragments */
@@ -397,16 +398,10 @@ static void verbs_close(struct ibmc_tr *tr)
 
 static int verbs_local_addr(struct ibmc_tr *tr, struct ibmc_tr_addr *addr)
 {
-	uint32_t qpn = tr->qp->qp_num;
+	struct ibmc_ud_addr ud = { .lid = tr->lid, .qpn = tr->qp->qp_num };
 
-	memset(addr, 0, sizeof(*addr));
-	addr->bytes[0] = (uint8_t)tr->lid;
-	addr->bytes[1] = (uint8_t)(tr->lid >> 8);
-	addr->bytes[2] = (uint8_t)qpn;
-	addr->bytes[3] = (uint8_t)(qpn >> 8);
-	addr->bytes[4] = (uint8_t)(qpn >> 16);
-	addr->bytes[5] = (uint8_t)(qpn >> 24);
-	memcpy(addr->bytes + 6, tr->gid.raw, 16);
+	memcpy(ud.gid, tr->gid.raw, sizeof(ud.gid));
+	ibmc__ud_addr_pack(&ud, addr);
 	return 0;
 }
 
@@ -419,13 +414,13 @@ static int verbs_peer_add(struct ibmc_tr *tr, const struct ibmc_tr_addr *addr)
 {
 	struct ibv_ah_attr aa = { .sl = 0, .port_num = tr->port };
 	struct verbs_peer p = { 0 };
+	struct ibmc_ud_addr ud;
 	int i;
 
-	p.lid = (uint16_t)(addr->bytes[0] | addr->bytes[1] << 8);
-	p.qpn = (uint32_t)addr->bytes[2] | (uint32_t)addr->bytes[3] << 8 |
-		(uint32_t)addr->bytes[4] << 16 | (uint32_t)addr->bytes[5] << 24;
-	if (!p.lid || p.lid >= 0xc000 || !p.qpn || p.qpn > 0xffffff)
+	if (ibmc__ud_addr_unpack(addr, &ud))
 		return -EINVAL;
+	p.lid = ud.lid;
+	p.qpn = ud.qpn;
 	for (i = 0; i < tr->npeers; i++)
 		if (tr->peers[i].lid == p.lid && tr->peers[i].qpn == p.qpn)
 			return i;
@@ -441,9 +436,9 @@ static int verbs_peer_add(struct ibmc_tr *tr, const struct ibmc_tr_addr *addr)
 	}
 	aa.dlid = p.lid;
 	/* Another subnet (its GID prefix differs): route by GRH. */
-	if (memcmp(addr->bytes + 6, tr->gid.raw, 8)) {
+	if (memcmp(ud.gid, tr->gid.raw, 8)) {
 		aa.is_global = 1;
-		memcpy(aa.grh.dgid.raw, addr->bytes + 6, 16);
+		memcpy(aa.grh.dgid.raw, ud.gid, 16);
 		aa.grh.sgid_index = 0;
 		aa.grh.hop_limit = 64;
 	}

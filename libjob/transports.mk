@@ -2,7 +2,7 @@
 # libjob transports and bootstraps (included from libjob/local.mk).
 
 # sim: an endpoint of the simulated fabric's data plane daemon.
-libjob_libibmcast_la_SOURCES += libjob/tr_sim.c sim-fabric/dp_client.c \
+libjob_libibmcast_la_SOURCES += libjob/tr_sim.c libjob/ud_addr.h sim-fabric/dp_client.c \
 	sim-fabric/dp_client.h
 
 # Bootstraps: ibmcast-run's rendezvous socket, Slurm's PMI2 ($(PMI2_LIBS),
