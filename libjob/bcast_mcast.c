@@ -7,19 +7,22 @@
  * the root's children miss the same fragments the root multicasts them
  * again instead of unicasting each, unless the last re-multicast helped
  * nobody (multicast that delivers nothing: group not programmed yet).
+ * Only children that acknowledged nothing yet, or were already probed once
+ * in vain, are retransmitted to: the rest repair themselves by NACK.
  */
 #include "config.h"
 
 #include "libjob/bcast_op.h"
 
-void ibmc__mcast_push(struct ibmc__op *op)
+int ibmc__mcast_push(struct ibmc__op *op)
 {
-	uint32_t w = (uint32_t)op->comm->ctx->env.window;
+	uint32_t w = (uint32_t)op->comm->ctx->env.window, old = op->sent;
 
 	while (op->sent < op->nfrags && op->sent < op->cum + w) {
 		ibmc__op_mcast_frag(op, op->sent, 0);
 		op->sent++;
 	}
+	return op->sent != old;
 }
 
 int ibmc__mcast_retransmit(struct ibmc__op *op, struct ibmc__child **due,

@@ -228,7 +228,9 @@ static int shape(struct ibmc__op *op)
 	}
 	if (op->me != op->root) {
 		op->got = calloc((size_t)op->nfrags / 8 + 1, 1);
-		if (!op->got)
+		op->t_nack = calloc(op->nfrags, sizeof(*op->t_nack));
+		op->n_nack = calloc(op->nfrags, 1);
+		if (!op->got || !op->t_nack || !op->n_nack)
 			return -ENOMEM;
 	} else {
 		op->have = op->top = op->nfrags;
@@ -276,9 +278,13 @@ void ibmc__op_fini(struct ibmc__op *op)
 	free(op->kids);
 	free(op->got);
 	free(op->t_avail);
+	free(op->t_nack);
+	free(op->n_nack);
 	op->kids = NULL;
 	op->got = NULL;
 	op->t_avail = NULL;
+	op->t_nack = NULL;
+	op->n_nack = NULL;
 }
 
 /* A non-root learns the root's choice from the first fragment it gets. */
@@ -392,43 +398,69 @@ static void request_repair(struct ibmc__op *op, struct ibmc__child *c)
 	op->req_next = now + nack_rto(op);
 }
 
-/*
- * NACK: the fragments below top this rank lacks, to its parent, at once
- * when a new gap shows (a later fragment arrived) and again after a
- * unicast round trip while they are still missing. The parent sends what
- * it holds and forwards the rest as soon as it gets them.
- */
-static void send_nack(struct ibmc__op *op, int64_t now, int force)
+/* How long the n-th NACK of a fragment waits for its repair. */
+static int64_t nack_wait(const struct ibmc__op *op, int n)
 {
-	uint64_t want = 0;
-	uint32_t i, f;
+	return nack_rto(op) << (n > 1 ? (n < 5 ? n - 1 : 4) : 0);
+}
 
-	if (op->me == op->root || op->have >= op->top)
+/*
+ * NACK: the fragments below top this rank lacks, to its parent. A gap is
+ * asked for the moment it shows (a later fragment, the root's multicast
+ * announcement of how far it sent, or a probe), then again only when its
+ * own NACK timeout (a unicast round trip, doubling) passed without the
+ * repair: a fragment whose repair may still be on its way is not asked for
+ * again, so each loss costs one repair, not one per later fragment. The
+ * parent sends what it holds and forwards the rest when it gets it. One
+ * request covers up to 64 fragments from its first.
+ */
+static void send_nack(struct ibmc__op *op, int64_t now)
+{
+	int64_t next = INT64_MAX, due;
+	uint64_t want = 0;
+	uint32_t f, lo = 0;
+
+	if (op->me == op->root || !op->t_nack || op->have >= op->top)
 		return;
-	if (!force && op->top <= op->nack_hi &&
-	    now < op->nack_at + (nack_rto(op) << op->nack_tries))
+	if (op->top <= op->nack_hi && now < op->nack_next)
 		return;
-	for (i = 0; i < MASK_BITS; i++) {
-		f = op->have + i;
-		if (f >= op->top)
-			break;
-		if (!held(op, f))
-			want |= 1ULL << i;
+	for (f = op->have; f < op->top; f++) {
+		if (held(op, f))
+			continue;
+		if (op->t_nack[f]) {
+			due = op->t_nack[f] + nack_wait(op, op->n_nack[f]);
+			if (now < due) {
+				if (due < next)
+					next = due;
+				continue;
+			}
+		}
+		if (want && f - lo >= MASK_BITS) {
+			ibmc__op_send_ctl(op, op->tree.parent, IBMC__K_REQ,
+					  lo, op->have, want, 0);
+			want = 0;
+		}
+		if (!want)
+			lo = f;
+		want |= 1ULL << (f - lo);
+		op->t_nack[f] = now;
+		if (op->n_nack[f] < 255)
+			op->n_nack[f]++;
+		due = now + nack_wait(op, op->n_nack[f]);
+		if (due < next)
+			next = due;
 	}
-	if (!want)
-		return;
-	ibmc__op_send_ctl(op, op->tree.parent, IBMC__K_REQ, op->have, op->have,
-			  want, 0);
-	if (op->nack_at && op->top <= op->nack_hi && op->nack_tries < 4)
-		op->nack_tries++;
+	if (want)
+		ibmc__op_send_ctl(op, op->tree.parent, IBMC__K_REQ, lo,
+				  op->have, want, 0);
 	op->nack_hi = op->top;
-	op->nack_at = now;
+	op->nack_next = next;
 }
 
 static void on_data(struct ibmc__op *op, const struct ibmc__hdr *h,
 		    const unsigned char *payload, size_t plen, int is_mcast)
 {
-	uint32_t f = h->a, old_top = op->top;
+	uint32_t f = h->a;
 	int64_t now = ibmc__op_now();
 	int i;
 
@@ -448,10 +480,8 @@ static void on_data(struct ibmc__op *op, const struct ibmc__hdr *h,
 	op->got[f >> 3] |= 1 << (f & 7);
 	if (op->t_avail)	/* repaired fragments give no delay sample */
 		op->t_avail[f] = (h->flags & IBMC__F_RETX) ? -now : now;
-	while (op->have < op->nfrags && held(op, op->have)) {
+	while (op->have < op->nfrags && held(op, op->have))
 		op->have++;
-		op->nack_tries = 0;
-	}
 	if (f + 1 > op->top)
 		op->top = f + 1;
 	if (op->have > op->top)
@@ -466,6 +496,7 @@ static void on_data(struct ibmc__op *op, const struct ibmc__hdr *h,
 		    ((c->want >> d) & 1)) {
 			c->want &= ~(1ULL << d);
 			c->karn = 1;
+			c->kick = now;
 			op->comm->st.repairs++;
 			ibmc__op_send_frag(op, c->rank, f, 1);
 		}
@@ -473,8 +504,8 @@ static void on_data(struct ibmc__op *op, const struct ibmc__hdr *h,
 	if (op->algo != IBMC__A_MCAST)
 		ibmc__p2p_forward(op, f);
 	/* Fragments skipped below a fresh one: lost (or, rarely, late). */
-	if (f > old_top && op->have < f)
-		send_nack(op, now, 1);
+	if (op->have < op->top)
+		send_nack(op, now);
 	update_cum(op);
 }
 
@@ -487,6 +518,7 @@ static void on_ack(struct ibmc__op *op, const struct ibmc__hdr *h)
 
 	if (!c || h->a > op->nfrags || h->b > h->a)
 		return;
+	c->heard = 1;
 	old_cum = c->cum;
 	if (h->a > c->have) {
 		c->have = h->a;
@@ -538,9 +570,14 @@ static void on_req(struct ibmc__op *op, const struct ibmc__hdr *h)
 	uint32_t i, f;
 	int lacking = 0;
 
-	if (c && h->b > c->have && h->b <= op->nfrags) {
-		c->have = h->b;
-		c->mask = 0;
+	if (c) {
+		/* It is alive and repairing itself: its timer waits. */
+		c->heard = 1;
+		c->kick = now;
+		if (h->b > c->have && h->b <= op->nfrags) {
+			c->have = h->b;
+			c->mask = 0;
+		}
 	}
 	for (i = 0; i < MASK_BITS; i++) {
 		if (!((h->mask >> i) & 1))
@@ -575,7 +612,7 @@ static void on_req(struct ibmc__op *op, const struct ibmc__hdr *h)
 			top = op->nfrags;
 		if (top > op->top)
 			op->top = top;
-		send_nack(op, now, 0);
+		send_nack(op, now);
 	}
 }
 
@@ -641,12 +678,16 @@ void ibmc__op_input(struct ibmc__op *op, const struct ibmc__hdr *h,
 		on_req(op, h);
 		break;
 	case IBMC__K_PROBE:
-		/* a: what the parent holds; below it, gaps are ours. */
+		/* a: what the parent holds, or (multicast) what the root
+		 * sent; below it, gaps are ours. The parent's probe also
+		 * asks for an ack; the root's announcement does not. */
+		if (is_mcast && (int)h->src != op->root)
+			break;
 		if (h->a > op->top && h->a <= op->nfrags)
 			op->top = h->a;
 		if (op->have < op->top)
-			send_nack(op, ibmc__op_now(), 1);
-		else
+			send_nack(op, ibmc__op_now());
+		if (!is_mcast)
 			op->ack_due = 1;
 		break;
 	case IBMC__K_FIN:
@@ -708,6 +749,14 @@ static uint32_t op_limit(const struct ibmc__op *op)
 	return op->me == op->root ? op->sent : op->have;
 }
 
+/*
+ * A late child is first only probed: it NACKs its gaps (its own timers
+ * already ask for what it knows it lacks) or acks, so a slow ack or a
+ * repair under way costs 24 bytes, not data sent twice. Data goes at once
+ * only to a child that acknowledged nothing yet in this broadcast (it may
+ * not even know its shape: multicast reached nobody), and to any child
+ * whose probe went unanswered.
+ */
 static void run_timers(struct ibmc__op *op, int64_t now)
 {
 	struct ibmc__child *due[64];
@@ -724,7 +773,10 @@ static void run_timers(struct ibmc__op *op, int64_t now)
 			c->backoff++;
 		c->kick = now;
 		c->karn = 1;
-		if (ndue < 64)
+		if (c->heard && c->backoff == 1)
+			ibmc__op_send_ctl(op, c->rank, IBMC__K_PROBE, limit,
+					  0, 0, 0);
+		else if (ndue < 64)
 			due[ndue++] = c;
 	}
 	if (!ndue)
@@ -782,6 +834,27 @@ static void send_ack(struct ibmc__op *op, int64_t now)
 	op->ack_due = 0;
 }
 
+/*
+ * Root, multicast: after each burst, a small multicast probe announcing how
+ * far it sent, so that a member that lost the burst's last fragments (a gap
+ * no later fragment reveals) NACKs them at once instead of after its
+ * parent's timer; twice after the last fragment, where no later burst
+ * follows. Members that never got a fragment do not know the broadcast's
+ * shape and ignore it: their parents' timers cover them.
+ */
+static void announce(struct ibmc__op *op)
+{
+	struct ibmc__hdr h;
+	int i, n = op->sent == op->nfrags ? 2 : 1;
+
+	if (op->nfrags < 2)
+		return;
+	fill_hdr(op, &h, IBMC__K_PROBE);
+	h.a = op->sent;
+	for (i = 0; i < n; i++)
+		ibmc__mcast_pkt(op->comm, &h, NULL, 0);
+}
+
 static void send_fins(struct ibmc__op *op)
 {
 	int i;
@@ -793,7 +866,7 @@ static void send_fins(struct ibmc__op *op)
 	}
 }
 
-/* The root is done: one multicast FIN (twice, against loss) reaches every
+/* The root is done: one multicast FIN (three times, against loss) reaches every
  * member when multicast works; else it goes down the tree. */
 static void root_fin(struct ibmc__op *op)
 {
@@ -805,7 +878,7 @@ static void root_fin(struct ibmc__op *op)
 		return;
 	}
 	fill_hdr(op, &h, IBMC__K_FIN);
-	for (i = 0; i < 2; i++)
+	for (i = 0; i < 3; i++)
 		ibmc__mcast_pkt(op->comm, &h, NULL, 0);
 	for (i = 0; i < op->tree.nchildren; i++)
 		op->kids[i].fin_sent = 1;
@@ -819,9 +892,10 @@ void ibmc__op_progress(struct ibmc__op *op, int64_t now)
 		return;
 	if (op->known) {
 		if (op->me == op->root) {
-			if (op->algo == IBMC__A_MCAST)
-				ibmc__mcast_push(op);
-			else
+			if (op->algo == IBMC__A_MCAST) {
+				if (ibmc__mcast_push(op))
+					announce(op);
+			} else
 				ibmc__p2p_push(op);
 		}
 		run_timers(op, now);
@@ -835,7 +909,7 @@ void ibmc__op_progress(struct ibmc__op *op, int64_t now)
 			return;
 		}
 		if (op->me != op->root) {
-			send_nack(op, now, 0);
+			send_nack(op, now);
 			send_ack(op, now);
 		}
 		if (op->me == op->root && op->cum == op->nfrags) {
@@ -879,10 +953,7 @@ int64_t ibmc__op_next_deadline(const struct ibmc__op *op)
 		d = op->linger_until;
 	if (op->ack_resend && op->cum == op->nfrags && op->ack_resend < d)
 		d = op->ack_resend;
-	if (op->me != op->root && op->have < op->top) {
-		t = op->nack_at + (nack_rto(op) << op->nack_tries);
-		if (t < d)
-			d = t;
-	}
+	if (op->me != op->root && op->have < op->top && op->nack_next < d)
+		d = op->nack_next;
 	return d;
 }

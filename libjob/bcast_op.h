@@ -31,6 +31,7 @@ struct ibmc__child {
 	uint32_t cum;		/* ... that its whole subtree holds */
 	uint64_t mask;		/* bit i: it holds fragment have + 1 + i */
 	int mc;			/* its subtree saw multicast data */
+	int heard;		/* acked or NACKed in this broadcast */
 	int fin_sent;
 	int backoff;
 	int karn;		/* resent or probed since its last progress:
@@ -70,10 +71,12 @@ struct ibmc__op {
 	int final_acks;		/* final acks sent */
 	int64_t ack_resend;	/* us: re-send the final ack then */
 
-	/* Gaps: NACKs to the parent. */
-	uint32_t nack_hi;	/* gaps below this were NACKed ... */
-	int64_t nack_at;	/* ... at this time (us) */
-	int nack_tries;		/* NACKs without progress: backoff */
+	/* Gaps: NACKs to the parent, each fragment asked for at most once
+	 * per (backed-off) NACK timeout. */
+	int64_t *t_nack;	/* us: last NACK of each fragment, 0: never */
+	uint8_t *n_nack;	/* NACKs of each fragment so far */
+	uint32_t nack_hi;	/* top when the gaps were last scanned */
+	int64_t nack_next;	/* us: the earliest re-NACK due */
 
 	int fin;		/* FIN received (or root done) */
 	int64_t linger_until;	/* us: give up waiting for the FIN then */
@@ -107,7 +110,8 @@ int ibmc__op_send_ctl(struct ibmc__op *op, int to, int kind, uint32_t a,
 		      uint32_t b, uint64_t mask, int flags);
 
 /* Strategies (bcast_mcast.c, bcast_p2p.c). */
-void ibmc__mcast_push(struct ibmc__op *op);	/* root: fill the window */
+/* root: fill the window; 1 when it sent new fragments */
+int ibmc__mcast_push(struct ibmc__op *op);
 int ibmc__mcast_retransmit(struct ibmc__op *op, struct ibmc__child **due,
 			   int ndue);
 void ibmc__p2p_push(struct ibmc__op *op);	/* root: fill the window */

@@ -61,8 +61,8 @@ static void answer_late(struct ibmc_comm *comm, const struct ibmc__hdr *h,
 	r.flags = 0;
 	r.b = 0;
 	r.mask = 0;
-	if ((h->kind == IBMC__K_DATA && !is_mcast) ||
-	    h->kind == IBMC__K_PROBE) {
+	if ((h->kind == IBMC__K_DATA || h->kind == IBMC__K_PROBE) &&
+	    !is_mcast) {
 		if (comm->last_parent < 0)
 			return;
 		r.kind = IBMC__K_ACK;

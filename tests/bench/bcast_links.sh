@@ -163,13 +163,13 @@ floor_ratio() {
 		}' "$OUT/host_leaf.txt" -
 }
 
-echo "place,ranks,algo,loss,size,reps,median_us,max_us,link_bytes_per_bcast,algo_used,retransmits,timeouts,floor" > "$CSV"
+echo "place,ranks,algo,loss,size,reps,median_us,max_us,link_bytes_per_bcast,algo_used,retransmits,timeouts,floor,repairs,dropped" > "$CSV"
 FAILED=0
 
 # point PLACE N ALGO LOSS SIZE: one run; appends a CSV line.
 point() {
 	local place=$1 n=$2 algo=$3 loss=$4 size=$5 out rc=0 bytes med max used
-	local retx tmo fl
+	local retx tmo fl rep drops
 	dp_ctl clear > /dev/null
 	if [ "$loss" != 0 ]; then
 		dp_ctl set loss="$loss" seed=5 > /dev/null
@@ -180,6 +180,8 @@ point() {
 		--timeout 600 -- "$BCAST_CHECK" --timing --sizes "$size" \
 		--reps "$REPS" --algo "$algo" 2>&1) || rc=$?
 	bytes=$(dp_total_link_bytes)
+	# Every datagram copy the injected loss dropped (data and control).
+	drops=$(dp_ctl counters | jq '.drops.loss // 0')
 	dp_ctl clear > /dev/null
 	if [ "$rc" != 0 ]; then
 		FAILED=$((FAILED + 1))
@@ -192,10 +194,11 @@ point() {
 	used=$(grep -oE 'algo=[a-z]+' <<< "$out" | tail -n 1 | cut -d= -f2)
 	retx=$(grep -oE 'retransmits=[0-9]+' <<< "$out" | cut -d= -f2)
 	tmo=$(grep -oE 'timeouts=[0-9]+' <<< "$out" | cut -d= -f2)
+	rep=$(grep -oE 'repairs=[0-9]+' <<< "$out" | cut -d= -f2)
 	fl=$(floor_ratio "$place" "$n" | cut -d' ' -f1)
-	echo "$place,$n,$algo,$loss,$size,$REPS,$med,$max,$((bytes / REPS)),$used,$retx,$tmo,$fl" >> "$CSV"
-	say "$(printf '%-7s %3d ranks %-8s loss %-4s %8d B: %10s us median, %12d link bytes/bcast (%s) retx %s timeouts %s' \
-		"$place" "$n" "$algo" "$loss" "$size" "$med" $((bytes / REPS)) "$used" "$retx" "$tmo")"
+	echo "$place,$n,$algo,$loss,$size,$REPS,$med,$max,$((bytes / REPS)),$used,$retx,$tmo,$fl,$rep,$drops" >> "$CSV"
+	say "$(printf '%-7s %3d ranks %-8s loss %-4s %8d B: %10s us median, %12d link bytes/bcast (%s) retx %s repairs %s timeouts %s dropped %s' \
+		"$place" "$n" "$algo" "$loss" "$size" "$med" $((bytes / REPS)) "$used" "$retx" "$rep" "$tmo" "$drops")"
 }
 
 for place in "${PLACES[@]}"; do
@@ -240,6 +243,26 @@ END {
 			(t[k, "binomial"] > 0 ? t[k, "mcast"] / t[k, "binomial"] : 0),
 			(b[k, "binomial"] > 0 ? b[k, "mcast"] / b[k, "binomial"] : 0),
 			fl[k], u[k, "mcast"] != "mcast" ? "  (mcast run used " u[k, "mcast"] ")" : ""
+	}
+}' "$CSV"
+echo
+echo "multicast, $LOSS_N ranks contiguous, loss-free and under 5% loss (totals over $REPS broadcasts:"
+echo "dropped = datagram copies the data plane dropped, data and control; retransmits ="
+echo "data fragments sent again, by the root or by parents as repairs)"
+awk -F, '
+NR == 1 { next }
+$3 == "mcast" && $1 == "contig" { k = $2 SUBSEP $5; t[k, $4 != 0] = $7; r[k, $4 != 0] = $11
+	  o[k, $4 != 0] = $12; d[k, $4 != 0] = $15; if ($4 != 0) { lk[nl++] = k } }
+END {
+	printf "%5s %8s | %10s %10s %6s | %8s %8s %8s | %8s %8s\n", "ranks", "size",
+		"free us", "loss us", "ratio", "dropped", "retx", "timeouts", "free", "free"
+	printf "%5s %8s | %10s %10s %6s | %8s %8s %8s | %8s %8s\n", "", "", "", "", "",
+		"(loss)", "(loss)", "(loss)", "retx", "timeouts"
+	for (i = 0; i < nl; i++) {
+		k = lk[i]; split(k, f, SUBSEP)
+		printf "%5d %8d | %10.1f %10.1f %6.2f | %8d %8d %8d | %8d %8d\n", f[1], f[2],
+			t[k, 0], t[k, 1], (t[k, 0] > 0 ? t[k, 1] / t[k, 0] : 0),
+			d[k, 1], r[k, 1], o[k, 1], r[k, 0], o[k, 0]
 	}
 }' "$CSV"
 echo
