@@ -31,6 +31,7 @@
 #define RTO_MIN_US 2000		/* below: scheduling noise on a busy host */
 #define RTO_MAX_US 1000000
 #define RTO_GRAIN_US 500	/* least variance allowance */
+#define NACK_MAX_US 100000	/* longest wait before re-NACKing */
 
 int64_t ibmc__op_now(void)
 {
@@ -398,10 +399,14 @@ static void request_repair(struct ibmc__op *op, struct ibmc__child *c)
 	op->req_next = now + nack_rto(op);
 }
 
-/* How long the n-th NACK of a fragment waits for its repair. */
+/* How long the n-th NACK of a fragment waits for its repair: doubling,
+ * but never long, since a child's NACKs also hold back its parent's timer
+ * (they are its only way out when repairs keep getting lost). */
 static int64_t nack_wait(const struct ibmc__op *op, int n)
 {
-	return nack_rto(op) << (n > 1 ? (n < 5 ? n - 1 : 4) : 0);
+	int64_t w = nack_rto(op) << (n > 1 ? (n < 4 ? n - 1 : 3) : 0);
+
+	return w < NACK_MAX_US ? w : NACK_MAX_US;
 }
 
 /*
