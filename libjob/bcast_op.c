@@ -9,9 +9,9 @@
  *
  * Timers are not fixed: each parent measures, per child subtree height,
  * the delay from holding a fragment to the child's ack covering it, and
- * times out at SRTT + 4 RTTVAR (TCP's estimator, RFC 6298), skipping
- * samples after a resend (Karn) and doubling on expiry. Loss is mostly
- * repaired before any timer: every rank knows the fragment count, so a
+ * times out at SRTT + 4 RTTVAR (TCP's estimator, RFC 6298; at least
+ * 2 SRTT), skipping samples after a resend (Karn) and doubling on expiry.
+ * Loss is mostly repaired before any timer: every rank knows the fragment count, so a
  * rank that sees a later fragment than one it lacks NACKs its parent at
  * once, and the parent answers by unicast (or forwards the fragment the
  * moment it gets it itself).
@@ -99,7 +99,10 @@ static int64_t rtt_rto(const struct ibmc__rtt *r, int64_t fallback)
 
 	if (!r->srtt)
 		return clamp_rto(fallback);
-	var = 4 * r->rttvar;
+	/* At least twice the mean: on a busy host delays swing by whole
+	 * scheduling slices, and a timer is only the fallback here (gaps
+	 * are NACKed at once), so a spurious one costs more than a late. */
+	var = 4 * r->rttvar > r->srtt ? 4 * r->rttvar : r->srtt;
 	if (var < RTO_GRAIN_US)
 		var = RTO_GRAIN_US;
 	return clamp_rto(r->srtt + var);
@@ -260,8 +263,11 @@ int ibmc__op_start(struct ibmc__op *op, struct ibmc_comm *comm, void *buf,
 		return 0;
 	op->algo = algo;
 	op->lambda = algo == IBMC__A_POSTAL ? ctx->env.lambda : 1;
-	/* Acks once per half window keep the window open with few acks. */
-	op->ackint = ctx->env.window > 1 ? (uint32_t)ctx->env.window / 2 : 1;
+	/* Acks once per quarter window keep the window open with few acks:
+	 * per half window, the ack for the first half comes back (up a tree
+	 * of busy hosts) only after the second half went out, and the root
+	 * sends in whole-window bursts, waiting in between. */
+	op->ackint = ctx->env.window > 3 ? (uint32_t)ctx->env.window / 4 : 1;
 	if (op->ackint > 255)
 		op->ackint = 255;
 	mtu = ctx->mtu;

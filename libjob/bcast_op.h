@@ -6,7 +6,7 @@
  * numbered within the broadcast, a send window at the root, cumulative
  * acknowledgments up a tree rooted at the sender (each rank reports the
  * contiguous prefix it holds and the prefix its whole subtree holds, once
- * per half window and at the end), retransmission timers from measured ack
+ * per quarter window and at the end), retransmission timers from measured ack
  * delays per child subtree height (SRTT/RTTVAR, Karn's rule, backoff),
  * selective retransmission to the children that did not acknowledge,
  * immediate NACKs of gaps to the parent, repair requests when a child
