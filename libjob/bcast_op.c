@@ -11,10 +11,12 @@
  * the delay from holding a fragment to the child's ack covering it, and
  * times out at SRTT + 4 RTTVAR (TCP's estimator, RFC 6298; at least
  * 2 SRTT), skipping samples after a resend (Karn) and doubling on expiry.
- * Loss is mostly repaired before any timer: every rank knows the fragment count, so a
- * rank that sees a later fragment than one it lacks NACKs its parent at
- * once, and the parent answers by unicast (or forwards the fragment the
- * moment it gets it itself).
+ * Loss is mostly repaired before any timer: every rank knows the
+ * fragment count, so a rank that sees a later fragment than one it lacks
+ * (or the root's multicast announcement of how far it sent) NACKs its
+ * parent at once, and the parent answers by unicast (or forwards the
+ * fragment the moment it gets it itself); each gap is NACKed again only
+ * after its own timeout, so one loss costs one repair.
  */
 #include "config.h"
 
