@@ -417,6 +417,18 @@ static int64_t nack_wait(const struct ibmc__op *op, int n)
 	return w < NACK_MAX_US ? w : NACK_MAX_US;
 }
 
+/* One NACK, sent twice: a lost NACK costs a whole NACK timeout (more than
+ * the broadcast itself when it is small), a second copy 36 bytes. The
+ * parent answers the first copy only. */
+static void nack_pkt(struct ibmc__op *op, uint32_t lo, uint64_t want)
+{
+	int i;
+
+	for (i = 0; i < 2; i++)
+		ibmc__op_send_ctl(op, op->tree.parent, IBMC__K_REQ, lo,
+				  op->have, want, 0);
+}
+
 /*
  * NACK: the fragments below top this rank lacks, to its parent. A gap is
  * asked for the moment it shows (a later fragment, the root's multicast
@@ -449,8 +461,7 @@ static void send_nack(struct ibmc__op *op, int64_t now)
 			}
 		}
 		if (want && f - lo >= MASK_BITS) {
-			ibmc__op_send_ctl(op, op->tree.parent, IBMC__K_REQ,
-					  lo, op->have, want, 0);
+			nack_pkt(op, lo, want);
 			want = 0;
 		}
 		if (!want)
@@ -464,8 +475,7 @@ static void send_nack(struct ibmc__op *op, int64_t now)
 			next = due;
 	}
 	if (want)
-		ibmc__op_send_ctl(op, op->tree.parent, IBMC__K_REQ, lo,
-				  op->have, want, 0);
+		nack_pkt(op, lo, want);
 	op->nack_hi = op->top;
 	op->nack_next = next;
 }
@@ -584,6 +594,14 @@ static void on_req(struct ibmc__op *op, const struct ibmc__hdr *h)
 	int lacking = 0;
 
 	if (c) {
+		/* The second copy of a NACK (or a duplicate): answered. A
+		 * NACK is repeated only after RTO_MIN_US or more. */
+		if (h->a == c->req_a && h->mask == c->req_mask &&
+		    now - c->req_at < RTO_MIN_US / 2)
+			return;
+		c->req_a = h->a;
+		c->req_mask = h->mask;
+		c->req_at = now;
 		/* It is alive and repairing itself: its timer waits. */
 		c->heard = 1;
 		c->kick = now;

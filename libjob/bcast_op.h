@@ -39,6 +39,9 @@ struct ibmc__child {
 	int64_t kick;		/* us: last resend or probe to it */
 	uint32_t want_lo;	/* fragments it asked for that we lacked: */
 	uint64_t want;		/* bit i: want_lo + i */
+	uint32_t req_a;		/* its last request (NACKs come in pairs) */
+	uint64_t req_mask;
+	int64_t req_at;		/* us */
 };
 
 struct ibmc__op {
