@@ -16,7 +16,10 @@
  * (or the root's multicast announcement of how far it sent) NACKs its
  * parent at once, and the parent answers by unicast (or forwards the
  * fragment the moment it gets it itself); each gap is NACKed again only
- * after its own timeout, so one loss costs one repair.
+ * after its own timeout (measured: first NACK to repair), so one loss
+ * costs one repair. Acks go twice, and so do repairs once the root sent
+ * everything: a lost ack or tail repair otherwise idles everyone for a
+ * timeout.
  */
 #include "config.h"
 
@@ -137,11 +140,12 @@ static int64_t fin_rto(const struct ibmc__op *op)
 	return rtt_rto(&op->comm->fin_rtt, base * (lg + 1));
 }
 
-/* How long a NACK waits for its repair before it is sent again: a unicast
- * round trip, about what a leaf's ack takes. */
+/* How long a NACK waits for its repair before it is sent again: measured
+ * from first NACKs to their repairs, else a unicast round trip, about what
+ * a leaf's ack takes. */
 static int64_t nack_rto(const struct ibmc__op *op)
 {
-	return child_rto(op, 0);
+	return rtt_rto(&op->comm->nack_rtt, child_rto(op, 0));
 }
 
 /* ---- packets ------------------------------------------------------------ */
@@ -480,6 +484,22 @@ static void send_nack(struct ibmc__op *op, int64_t now)
 	op->nack_next = next;
 }
 
+/*
+ * A repair for a NACK. Once the root sent everything, it goes twice: then
+ * nothing else is in flight, and a lost repair leaves the broadcast idle
+ * for a whole NACK timeout (with 5% loss, about one per small broadcast);
+ * a second copy costs one fragment. Earlier, the data still streaming
+ * hides most of that wait, and copies would cost the most bytes.
+ */
+static void repair_frag(struct ibmc__op *op, int to, uint32_t f)
+{
+	uint32_t reach = op->me == op->root ? op->sent : op->top;
+
+	ibmc__op_send_frag(op, to, f, 1);
+	if (reach >= op->nfrags)
+		ibmc__op_send_frag(op, to, f, 1);
+}
+
 static void on_data(struct ibmc__op *op, const struct ibmc__hdr *h,
 		    const unsigned char *payload, size_t plen, int is_mcast)
 {
@@ -501,6 +521,10 @@ static void on_data(struct ibmc__op *op, const struct ibmc__hdr *h,
 	if (plen)
 		memcpy(op->buf + (size_t)f * op->fragsz, payload, plen);
 	op->got[f >> 3] |= 1 << (f & 7);
+	/* A repair of a fragment NACKed once: the NACK's round trip. */
+	if (!is_mcast && op->t_nack[f] && op->n_nack[f] == 1 &&
+	    now > op->t_nack[f])
+		rtt_sample(&op->comm->nack_rtt, now - op->t_nack[f]);
 	if (op->t_avail)	/* repaired fragments give no delay sample */
 		op->t_avail[f] = (h->flags & IBMC__F_RETX) ? -now : now;
 	while (op->have < op->nfrags && held(op, op->have))
@@ -521,7 +545,7 @@ static void on_data(struct ibmc__op *op, const struct ibmc__hdr *h,
 			c->karn = 1;
 			c->kick = now;
 			op->comm->st.repairs++;
-			ibmc__op_send_frag(op, c->rank, f, 1);
+			repair_frag(op, c->rank, f);
 		}
 	}
 	if (op->algo != IBMC__A_MCAST)
@@ -633,7 +657,7 @@ static void on_req(struct ibmc__op *op, const struct ibmc__hdr *h)
 			c->karn = 1;
 			c->kick = now;
 		}
-		ibmc__op_send_frag(op, (int)h->src, f, 1);
+		repair_frag(op, (int)h->src, f);
 	}
 	/* We lack them too: ask our own parent now, not after a timer. */
 	if (lacking && op->me != op->root) {
@@ -834,12 +858,15 @@ static void run_timers(struct ibmc__op *op, int64_t now)
 }
 
 /* Acks are coalesced: one when the held or the subtree's prefix crosses a
- * multiple of ackint, at the end (twice: it is the one the root waits
- * for), when asked, and again while the FIN does not come. */
+ * multiple of ackint, at the end, when asked, and again while the FIN does
+ * not come. Each goes twice: the window moves on acks only, so a lost one
+ * holds the root (and at 5% loss some ack in a 32-rank tree is lost about
+ * every quarter window) until the next ack or a timer; a copy is 36 bytes
+ * per ackint fragments. */
 static void send_ack(struct ibmc__op *op, int64_t now)
 {
 	int flags = (op->mc_seen || op->child_mc) ? IBMC__F_MC : 0;
-	int final = op->cum == op->nfrags, n = 1;
+	int final = op->cum == op->nfrags, n = 2;
 	uint32_t k = op->ackint;
 
 	if (!op->ack_due && op->have / k == op->acked_have / k &&

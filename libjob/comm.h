@@ -68,6 +68,7 @@ struct ibmc_comm {
 	 * (retransmission timers); from a final ack to the FIN. */
 	struct ibmc__rtt ack_rtt[IBMC__RTT_LEVELS];
 	struct ibmc__rtt fin_rtt;
+	struct ibmc__rtt nack_rtt;	/* first NACK to its repair */
 
 	struct ibmc__early *early;	/* for broadcasts not entered yet */
 	int early_count;
