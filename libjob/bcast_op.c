@@ -485,18 +485,21 @@ static void send_nack(struct ibmc__op *op, int64_t now)
 }
 
 /*
- * A repair for a NACK. Once the root sent everything, it goes twice: then
- * nothing else is in flight, and a lost repair leaves the broadcast idle
- * for a whole NACK timeout (with 5% loss, about one per small broadcast);
- * a second copy costs one fragment. Earlier, the data still streaming
- * hides most of that wait, and copies would cost the most bytes.
+ * A repair for child c's NACK. Once the root sent everything, it goes
+ * twice: then nothing else is in flight, and a lost repair leaves the
+ * broadcast idle for a whole NACK timeout (with 5% loss, about one per
+ * small broadcast); a second copy costs one fragment. Earlier, the data
+ * still streaming hides most of that wait, and copies would cost the most
+ * bytes. Not to a child already probed: its NACK most likely answers our
+ * probe (it was slow, not lossy: the spurious timeouts of a loss-free run).
  */
-static void repair_frag(struct ibmc__op *op, int to, uint32_t f)
+static void repair_frag(struct ibmc__op *op, struct ibmc__child *c,
+			int to, uint32_t f)
 {
 	uint32_t reach = op->me == op->root ? op->sent : op->top;
 
 	ibmc__op_send_frag(op, to, f, 1);
-	if (reach >= op->nfrags)
+	if (c && !c->backoff && reach >= op->nfrags)
 		ibmc__op_send_frag(op, to, f, 1);
 }
 
@@ -545,7 +548,7 @@ static void on_data(struct ibmc__op *op, const struct ibmc__hdr *h,
 			c->karn = 1;
 			c->kick = now;
 			op->comm->st.repairs++;
-			repair_frag(op, c->rank, f);
+			repair_frag(op, c, c->rank, f);
 		}
 	}
 	if (op->algo != IBMC__A_MCAST)
@@ -657,7 +660,7 @@ static void on_req(struct ibmc__op *op, const struct ibmc__hdr *h)
 			c->karn = 1;
 			c->kick = now;
 		}
-		repair_frag(op, (int)h->src, f);
+		repair_frag(op, c, (int)h->src, f);
 	}
 	/* We lack them too: ask our own parent now, not after a timer. */
 	if (lacking && op->me != op->root) {
