@@ -10,8 +10,10 @@ rank=${SLURM_PROCID:-x}
 	echo "NODENAME=$SLURMD_NODENAME"
 	echo "STEP=$SLURM_JOB_ID.$SLURM_STEP_ID"
 	env | grep '^IBMCAST_' | sort
-} > "$dir/env.$rank.tmp"
-mv "$dir/env.$rank.tmp" "$dir/env.$rank"
+} > "$dir/.env.$rank.tmp"
+# Published by rename, under a name the tests' env.* globs only match once
+# complete (they count and read these files while tasks still run).
+mv "$dir/.env.$rank.tmp" "$dir/env.$rank"
 n=0
 while [ -e "$dir/hold" ] && [ $n -lt 600 ]; do
 	sleep 0.2
