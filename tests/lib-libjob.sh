@@ -23,10 +23,7 @@ BCAST_OUT=
 export IBMCAST_BCAST_TIMEOUT_MS=${IBMCAST_BCAST_TIMEOUT_MS:-30000}
 
 libjob_need() {
-	plugin_built || skip_all "osm-plugin/.libs/libibmcast_osm.so not built"
-	need_cmd ibsim ibsim-utils
-	need_cmd opensm opensm
-	need_cmd jq jq
+	fabric_need
 	need_file "$IBMCAST_RUN" "tools/ibmcast-run"
 	need_file "$BCAST_CHECK" "tests/libjob/bcast_check"
 	need_file "$IBMCASTCTL" "tools/ibmcastctl"

@@ -36,6 +36,10 @@ if [[ ${IBMCAST_SANITIZE:-} == *address* ]]; then
 		skip_all "sanitizer build: Slurm's prolog cannot load an ASan-instrumented SPANK plugin, and no plain build (IBMCAST_PLAIN_BUILDDIR) provides one"
 fi
 
+# The task every slurm_*.sh test runs (records its IBMCAST_* variables).
+TASK=$top_srcdir/tests/slurm/task_env.sh
+
+# Skips unless Slurm can run here as root; fails if our plugin is not built.
 slurm_need() {
 	local c
 	for c in slurmctld slurmd srun sbatch squeue scontrol munged; do
@@ -44,6 +48,7 @@ slurm_need() {
 	done
 	[ "$(id -u)" = 0 ] ||
 		skip_all "slurmd must run as root to launch tasks"
+	need_file "$SPANK_SO" ibmcast_spank.so
 }
 
 # A TCP port nobody listens on (checked in /proc/net/tcp{,6}) and not

@@ -150,6 +150,15 @@ plugin_built() {
 	[ -e "$top_builddir/osm-plugin/.libs/libibmcast_osm.so" ]
 }
 
+# Skips unless a simulated fabric with our OpenSM plugin can run here
+# (and be inspected with jq).
+fabric_need() {
+	plugin_built || skip_all "osm-plugin/.libs/libibmcast_osm.so not built"
+	need_cmd ibsim ibsim-utils
+	need_cmd opensm opensm
+	need_cmd jq jq
+}
+
 at_exit() {
 	_at_exit+=("$1")
 }

@@ -17,7 +17,6 @@ slurm_need
 libjob_need
 BSC=$top_builddir/tests/libjob/bootstrap_check
 need_file "$BSC" tests/libjob/bootstrap_check
-need_file "$SPANK_SO" ibmcast_spank.so
 grep -q '^#define IBMC_HAVE_PMI2 1' "$top_builddir/config.h" ||
 	skip_all "libibmcast built without PMI2 (libpmi2-0-dev)"
 

@@ -11,13 +11,8 @@
 . "$top_srcdir/tests/lib-slurm.sh"
 
 slurm_need
-plugin_built || skip_all "osm-plugin/.libs/libibmcast_osm.so not built"
-need_cmd ibsim ibsim-utils
-need_cmd opensm opensm
-need_cmd jq jq
-TASK=$top_srcdir/tests/slurm/task_env.sh
+fabric_need
 need_file "$top_builddir/tools/ibmcastctl" tools/ibmcastctl
-need_file "$SPANK_SO" ibmcast_spank.so
 
 plan 12
 

@@ -11,8 +11,6 @@
 . "$top_srcdir/tests/lib-slurm.sh"
 
 slurm_need
-TASK=$top_srcdir/tests/slurm/task_env.sh
-need_file "$SPANK_SO" ibmcast_spank.so
 
 plan 12
 
