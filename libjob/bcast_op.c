@@ -29,13 +29,11 @@
 
 #include "common/clock.h"
 #include "libjob/bcast_op.h"
+#include "libjob/rtt.h"
 #include "libjob/send.h"
 
 #define MASK_BITS 64
 #define MAX_BACKOFF 6
-#define RTO_MIN_US 2000		/* below: scheduling noise on a busy host */
-#define RTO_MAX_US 1000000
-#define RTO_GRAIN_US 500	/* least variance allowance */
 #define NACK_MAX_US 100000	/* longest wait before re-NACKing */
 
 int64_t ibmc__op_now(void)
@@ -72,47 +70,6 @@ static void finish(struct ibmc__op *op, int rc)
 
 /* ---- delay estimates ---------------------------------------------------- */
 
-static void rtt_sample(struct ibmc__rtt *r, int64_t s)
-{
-	int64_t d;
-
-	if (s < 1)
-		s = 1;
-	if (!r->srtt) {
-		r->srtt = s;
-		r->rttvar = s / 2;
-		return;
-	}
-	d = r->srtt > s ? r->srtt - s : s - r->srtt;
-	r->rttvar += (d - r->rttvar) / 4;
-	r->srtt += (s - r->srtt) / 8;
-	if (r->srtt < 1)
-		r->srtt = 1;
-}
-
-static int64_t clamp_rto(int64_t v)
-{
-	if (v < RTO_MIN_US)
-		return RTO_MIN_US;
-	return v > RTO_MAX_US ? RTO_MAX_US : v;
-}
-
-/* The estimate's timeout, or fallback (us) before any sample. */
-static int64_t rtt_rto(const struct ibmc__rtt *r, int64_t fallback)
-{
-	int64_t var;
-
-	if (!r->srtt)
-		return clamp_rto(fallback);
-	/* At least twice the mean: on a busy host delays swing by whole
-	 * scheduling slices, and a timer is only the fallback here (gaps
-	 * are NACKed at once), so a spurious one costs more than a late. */
-	var = 4 * r->rttvar > r->srtt ? 4 * r->rttvar : r->srtt;
-	if (var < RTO_GRAIN_US)
-		var = RTO_GRAIN_US;
-	return clamp_rto(r->srtt + var);
-}
-
 static struct ibmc__rtt *ack_est(const struct ibmc__op *op, int height)
 {
 	if (height >= IBMC__RTT_LEVELS)
@@ -126,7 +83,7 @@ static int64_t child_rto(const struct ibmc__op *op, int height)
 {
 	int64_t base = (int64_t)op->comm->ctx->env.rto_ms * 1000;
 
-	return rtt_rto(ack_est(op, height), base * (height + 1));
+	return ibmc__rtt_rto(ack_est(op, height), base * (height + 1));
 }
 
 /* How long a rank waits for the FIN after its final ack. */
@@ -137,7 +94,7 @@ static int64_t fin_rto(const struct ibmc__op *op)
 
 	while ((1 << lg) < op->comm->size)
 		lg++;
-	return rtt_rto(&op->comm->fin_rtt, base * (lg + 1));
+	return ibmc__rtt_rto(&op->comm->fin_rtt, base * (lg + 1));
 }
 
 /* How long a NACK waits for its repair before it is sent again: measured
@@ -145,7 +102,7 @@ static int64_t fin_rto(const struct ibmc__op *op)
  * a leaf's ack takes. */
 static int64_t nack_rto(const struct ibmc__op *op)
 {
-	return rtt_rto(&op->comm->nack_rtt, child_rto(op, 0));
+	return ibmc__rtt_rto(&op->comm->nack_rtt, child_rto(op, 0));
 }
 
 /* ---- packets ------------------------------------------------------------ */
@@ -214,14 +171,13 @@ int ibmc__op_send_ctl(struct ibmc__op *op, int to, int kind, uint32_t a,
 static int shape(struct ibmc__op *op)
 {
 	struct ibmc_comm *comm = op->comm;
-	int i, rc, talgo;
+	int i, rc;
 
 	op->nfrags = op->len ? (uint32_t)((op->len + op->fragsz - 1) /
 					  op->fragsz) : 1;
 	if (!op->ackint)
 		op->ackint = 1;
-	talgo = op->algo == IBMC__A_POSTAL ? IBMC__A_POSTAL : IBMC__A_BINOMIAL;
-	rc = ibmc__tree_build(&op->tree, talgo, op->lambda, comm->size,
+	rc = ibmc__tree_build(&op->tree, op->strat->tree, op->lambda, comm->size,
 			      op->root, op->me);
 	if (rc)
 		return rc;
@@ -268,7 +224,10 @@ int ibmc__op_start(struct ibmc__op *op, struct ibmc_comm *comm, void *buf,
 	if (op->me != root)
 		return 0;
 	op->algo = algo;
-	op->lambda = algo == IBMC__A_POSTAL ? ctx->env.lambda : 1;
+	op->strat = ibmc__bcast_strategy(algo);
+	if (!op->strat)
+		return -EINVAL;
+	op->lambda = op->strat->tree == IBMC__A_POSTAL ? ctx->env.lambda : 1;
 	/* Acks once per quarter window keep the window open with few acks:
 	 * per half window, the ack for the first half comes back (up a tree
 	 * of busy hosts) only after the second half went out, and the root
@@ -277,7 +236,7 @@ int ibmc__op_start(struct ibmc__op *op, struct ibmc_comm *comm, void *buf,
 	if (op->ackint > 255)
 		op->ackint = 255;
 	mtu = ctx->mtu;
-	if (algo == IBMC__A_MCAST && comm->gmtu && comm->gmtu < mtu)
+	if (op->strat->uses_group && comm->gmtu && comm->gmtu < mtu)
 		mtu = comm->gmtu;
 	if (mtu > 65535 + IBMC__WIRE_HDR)
 		mtu = 65535 + IBMC__WIRE_HDR;
@@ -314,6 +273,11 @@ static void learn(struct ibmc__op *op, const struct ibmc__hdr *h)
 		return;
 	}
 	op->algo = h->algo;
+	op->strat = ibmc__bcast_strategy(h->algo);
+	if (!op->strat) {
+		finish(op, -EPROTO);
+		return;
+	}
 	op->lambda = h->lambda ? h->lambda : 1;
 	op->fragsz = h->fragsz;
 	op->ackint = h->ackint;
@@ -527,7 +491,7 @@ static void on_data(struct ibmc__op *op, const struct ibmc__hdr *h,
 	/* A repair of a fragment NACKed once: the NACK's round trip. */
 	if (!is_mcast && op->t_nack[f] && op->n_nack[f] == 1 &&
 	    now > op->t_nack[f])
-		rtt_sample(&op->comm->nack_rtt, now - op->t_nack[f]);
+		ibmc__rtt_sample(&op->comm->nack_rtt, now - op->t_nack[f]);
 	if (op->t_avail)	/* repaired fragments give no delay sample */
 		op->t_avail[f] = (h->flags & IBMC__F_RETX) ? -now : now;
 	while (op->have < op->nfrags && held(op, op->have))
@@ -551,8 +515,8 @@ static void on_data(struct ibmc__op *op, const struct ibmc__hdr *h,
 			repair_frag(op, c, c->rank, f);
 		}
 	}
-	if (op->algo != IBMC__A_MCAST)
-		ibmc__p2p_forward(op, f);
+	if (op->strat->forward)
+		op->strat->forward(op, f);
 	/* Fragments skipped below a fresh one: lost (or, rarely, late). */
 	if (op->have < op->top)
 		send_nack(op, now);
@@ -593,7 +557,7 @@ static void on_ack(struct ibmc__op *op, const struct ibmc__hdr *h)
 		/* Karn: no sample after a resend or probe to c, nor for
 		 * data this rank itself got late. */
 		if (!c->karn && t > 0 && now > t)
-			rtt_sample(ack_est(op, c->height), now - t);
+			ibmc__rtt_sample(ack_est(op, c->height), now - t);
 	}
 	if (moved) {
 		c->backoff = 0;
@@ -622,9 +586,9 @@ static void on_req(struct ibmc__op *op, const struct ibmc__hdr *h)
 
 	if (c) {
 		/* The second copy of a NACK (or a duplicate): answered. A
-		 * NACK is repeated only after RTO_MIN_US or more. */
+		 * NACK is repeated only after IBMC__RTO_MIN_US or more. */
 		if (h->a == c->req_a && h->mask == c->req_mask &&
-		    now - c->req_at < RTO_MIN_US / 2)
+		    now - c->req_at < IBMC__RTO_MIN_US / 2)
 			return;
 		c->req_a = h->a;
 		c->req_mask = h->mask;
@@ -685,7 +649,7 @@ static void on_fin(struct ibmc__op *op, const struct ibmc__hdr *h,
 	    (is_mcast && (int)h->src != op->root))
 		return;
 	if (op->final_acks == 1 && now > op->final_ack)
-		rtt_sample(&op->comm->fin_rtt, now - op->final_ack);
+		ibmc__rtt_sample(&op->comm->fin_rtt, now - op->final_ack);
 	op->fin = is_mcast ? 2 : 1;
 	progress_made(op);
 }
@@ -796,8 +760,8 @@ static int64_t child_deadline(const struct ibmc__op *op,
 			if (op->kids[i].height > c->height &&
 			    op->kids[i].cum >= pt)
 				ahead = 1;
-		if (ahead && r->srtt + 2 * r->rttvar + RTO_GRAIN_US < rto)
-			rto = r->srtt + 2 * r->rttvar + RTO_GRAIN_US;
+		if (ahead && r->srtt + 2 * r->rttvar + IBMC__RTO_GRAIN_US < rto)
+			rto = r->srtt + 2 * r->rttvar + IBMC__RTO_GRAIN_US;
 	}
 	return ref + (rto << c->backoff);
 }
@@ -839,8 +803,8 @@ static void run_timers(struct ibmc__op *op, int64_t now)
 	}
 	if (!ndue)
 		return;
-	if (op->me == op->root && op->algo == IBMC__A_MCAST)
-		ibmc__mcast_retransmit(op, due, ndue);
+	if (op->me == op->root && op->strat->retransmit)
+		op->strat->retransmit(op, due, ndue);
 	for (i = 0; i < ndue; i++) {
 		struct ibmc__child *c = due[i];
 
@@ -934,7 +898,7 @@ static void root_fin(struct ibmc__op *op)
 	struct ibmc__hdr h;
 	int i;
 
-	if (op->algo != IBMC__A_MCAST || !op->child_mc) {
+	if (!op->strat->uses_group || !op->child_mc) {
 		send_fins(op);
 		return;
 	}
@@ -953,11 +917,8 @@ void ibmc__op_progress(struct ibmc__op *op, int64_t now)
 		return;
 	if (op->known) {
 		if (op->me == op->root) {
-			if (op->algo == IBMC__A_MCAST) {
-				if (ibmc__mcast_push(op))
-					announce(op);
-			} else
-				ibmc__p2p_push(op);
+			if (op->strat->push(op) && op->strat->uses_group)
+				announce(op);
 		}
 		run_timers(op, now);
 		if (op->me != op->root &&
@@ -1017,4 +978,18 @@ int64_t ibmc__op_next_deadline(const struct ibmc__op *op)
 	if (op->me != op->root && op->have < op->top && op->nack_next < d)
 		d = op->nack_next;
 	return d;
+}
+
+const struct ibmc__bcast_strategy *ibmc__bcast_strategy(int algo)
+{
+	switch (algo) {
+	case IBMC__A_MCAST:
+		return &ibmc__bcast_mcast;
+	case IBMC__A_BINOMIAL:
+		return &ibmc__bcast_binomial;
+	case IBMC__A_POSTAL:
+		return &ibmc__bcast_postal;
+	default:
+		return NULL;
+	}
 }

@@ -11,9 +11,12 @@
  * selective retransmission to the children that did not acknowledge,
  * immediate NACKs of gaps to the parent, repair requests when a child
  * acknowledges data its parent lacks, and a FIN, multicast by the root
- * (or sent down the tree), once the root holds every acknowledgment. The algorithms differ only in
- * how new data moves: bcast_mcast.c multicasts it from the root (the tree
- * carries acks and repairs), bcast_p2p.c forwards it down the tree.
+ * (or sent down the tree), once the root holds every acknowledgment.
+ *
+ * The algorithms differ only in how new data moves, behind the hooks of
+ * struct ibmc__bcast_strategy: coll/bcast_mcast.c multicasts it from the
+ * root (the tree carries acks and repairs), coll/bcast_binomial.c and
+ * coll/bcast_postal.c forward it down their trees.
  */
 #ifndef IBMCAST_LIBJOB_BCAST_OP_H
 #define IBMCAST_LIBJOB_BCAST_OP_H
@@ -23,6 +26,29 @@
 #include "libjob/comm.h"
 #include "libjob/tree.h"
 #include "libjob/wire.h"
+
+struct ibmc__op;
+struct ibmc__child;
+
+/* What one broadcast algorithm adds to the engine. */
+struct ibmc__bcast_strategy {
+	int tree;		/* shape of the ack (and data) tree:
+				 * IBMC__A_BINOMIAL or IBMC__A_POSTAL */
+	int uses_group;		/* data goes by multicast: fragments fit the
+				 * group's MTU, the root announces how far
+				 * it sent and multicasts the FIN */
+	/* Root: send new fragments within the window; 1 when it did. */
+	int (*push)(struct ibmc__op *op);
+	/* A fragment this rank just got: pass it on (NULL: nothing). */
+	void (*forward)(struct ibmc__op *op, uint32_t frag);
+	/* Root: children whose timers expired; it may serve some at once
+	 * (setting their slot to NULL), the engine serves the rest. */
+	int (*retransmit)(struct ibmc__op *op, struct ibmc__child **due,
+			  int ndue);
+};
+
+/* The strategy of IBMC__A_MCAST, _BINOMIAL, _POSTAL; NULL else. */
+const struct ibmc__bcast_strategy *ibmc__bcast_strategy(int algo);
 
 struct ibmc__child {
 	int rank;		/* communicator rank */
@@ -50,6 +76,7 @@ struct ibmc__op {
 	int root, me;
 	int known;		/* shape learnt (always at the root) */
 	int algo, lambda;
+	const struct ibmc__bcast_strategy *strat;
 	unsigned char *buf;
 	size_t len;
 	uint32_t fragsz, nfrags;
@@ -112,12 +139,12 @@ int ibmc__op_mcast_frag(struct ibmc__op *op, uint32_t frag, int retx);
 int ibmc__op_send_ctl(struct ibmc__op *op, int to, int kind, uint32_t a,
 		      uint32_t b, uint64_t mask, int flags);
 
-/* Strategies (bcast_mcast.c, bcast_p2p.c). */
-/* root: fill the window; 1 when it sent new fragments */
-int ibmc__mcast_push(struct ibmc__op *op);
-int ibmc__mcast_retransmit(struct ibmc__op *op, struct ibmc__child **due,
-			   int ndue);
-void ibmc__p2p_push(struct ibmc__op *op);	/* root: fill the window */
-void ibmc__p2p_forward(struct ibmc__op *op, uint32_t frag);
+/* The strategies (coll/bcast_*.c); the tree ones share push and forward
+ * (coll/bcast_binomial.c). */
+extern const struct ibmc__bcast_strategy ibmc__bcast_mcast;
+extern const struct ibmc__bcast_strategy ibmc__bcast_binomial;
+extern const struct ibmc__bcast_strategy ibmc__bcast_postal;
+int ibmc__bcast_tree_push(struct ibmc__op *op);
+void ibmc__bcast_tree_forward(struct ibmc__op *op, uint32_t frag);
 
 #endif

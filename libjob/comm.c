@@ -11,7 +11,6 @@
 #include <string.h>
 
 #include "common/log.h"
-#include "libjob/bcast_op.h"
 #include "libjob/comm.h"
 #include "libjob/dispatch.h"
 
@@ -139,9 +138,11 @@ int ibmc_comm_create(ibmc_context_t *ctx, const int *ranks, int n,
 	}
 	if (c->rank < 0)
 		goto err_inval;	/* only members call it */
-	c->algo = ctx->env.algo;
-	c->last_algo = -1;
-	c->last_parent = -1;
+	for (i = 0; i < IBMC__C_COUNT; i++) {
+		c->algo[i] = ctx->env.algo[i];
+		c->algo_param[i] = ctx->env.algo_param[i];
+		c->last_algo[i] = -1;
+	}
 	pthread_mutex_lock(&ctx->lock);
 	rc = comm_identity(ctx, c);
 	if (rc) {
@@ -179,6 +180,7 @@ void ibmc__comm_destroy(struct ibmc_comm *c)
 		ctx->ops->mcast_detach(ctx->tr, c->ghandle);
 		ctx->pool_used[c->group] = 0;
 	}
+	ibmc__tasks_free(c);
 	ibmc__early_free(&c->early);
 	free(c->members);
 	free(c);
@@ -192,9 +194,9 @@ int ibmc_comm_free(ibmc_comm_t *c)
 		return -EINVAL;
 	ctx = c->ctx;
 	pthread_mutex_lock(&ctx->lock);
-	if (c->op) {
+	if (c->tasks) {
 		pthread_mutex_unlock(&ctx->lock);
-		return -EBUSY;
+		return -EBUSY;	/* a non-blocking collective in flight */
 	}
 	ibmc__comm_destroy(c);
 	pthread_mutex_unlock(&ctx->lock);

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * comm.h - a communicator: its members, its pool group (if any), the
- * broadcast in progress and what is left of the previous one so that late
- * retransmissions for it are still answered.
+ * comm.h - a communicator: its members, its pool group (if any), its
+ * collectives in flight and the last ones completed (so that late packets
+ * about them are still answered), and what its algorithms learnt and chose.
  */
 #ifndef IBMCAST_LIBJOB_COMM_H
 #define IBMCAST_LIBJOB_COMM_H
@@ -11,21 +11,16 @@
 
 #include "ibmcast/ibmcast.h"
 #include "libjob/context.h"
+#include "libjob/rtt.h"
+#include "libjob/task.h"
 #include "libjob/wire.h"
-
-struct ibmc__op;
-
-/* A smoothed delay estimate (bcast_op.c), microseconds; srtt 0: none yet. */
-struct ibmc__rtt {
-	int64_t srtt, rttvar;
-};
 
 /* Child subtree heights with their own estimate (deeper ones share the
  * last). */
 #define IBMC__RTT_LEVELS 24
 
 /* A datagram kept for later: for a communicator not created yet, or for a
- * broadcast this rank has not entered yet. */
+ * collective this rank has not entered yet. */
 struct ibmc__early {
 	struct ibmc__early *next;
 	uint32_t comm_id;
@@ -47,30 +42,40 @@ struct ibmc_comm {
 	int mcast_err;			/* 0: may multicast */
 	const char *mcast_why;
 
-	int algo;			/* chosen by name, IBMC__A_AUTO default */
-	int last_algo;
+	/* Per collective (enum ibmc__coll): the algorithm chosen by name
+	 * (0: auto) and the one the last call used (-1: none yet). */
+	int algo[IBMC__C_COUNT];
+	int algo_param[IBMC__C_COUNT];	/* "name:N": N, else 0 */
+	int last_algo[IBMC__C_COUNT];
+	int last_param[IBMC__C_COUNT];	/* ... and its N, 0: none */
+	char last_name[24];		/* ibmc_comm_last_algo's "name:N" */
 	/* Multicast that delivers nothing (group not programmed yet, link
-	 * broken) is noticed by the root: auto then uses point-to-point and
-	 * tries multicast again after a while. */
+	 * broken) is noticed by the broadcast root: auto then uses
+	 * point-to-point and tries multicast again after a while. */
 	int mc_fail_streak;
 	uint64_t mc_suspend_until;	/* bcast count */
 
-	uint32_t next_seq;		/* the next broadcast's number */
-	struct ibmc__op *op;		/* broadcast in progress, or NULL */
-	/* The last completed broadcast, to answer late packets about it. */
-	int last_valid;
-	uint32_t last_seq, last_nfrags;
-	int last_parent;
-	struct ibmc__hdr last_tmpl;	/* its shape, for replies */
+	uint32_t next_seq;		/* the next collective's number */
+	struct ibmc__task *tasks;	/* in flight, oldest first */
+	struct ibmc__task *lingering;	/* completed, newest first */
+	int nlinger;
 
-	/* Measured delays, kept across broadcasts: from when a parent holds
-	 * a fragment to a child's ack covering it, by the child's height
-	 * (retransmission timers); from a final ack to the FIN. */
+	/* Broadcast: measured delays, kept across broadcasts: from when a
+	 * parent holds a fragment to a child's ack covering it, by the
+	 * child's height (retransmission timers); from a final ack to the
+	 * FIN; from a first NACK to its repair. */
 	struct ibmc__rtt ack_rtt[IBMC__RTT_LEVELS];
 	struct ibmc__rtt fin_rtt;
-	struct ibmc__rtt nack_rtt;	/* first NACK to its repair */
+	struct ibmc__rtt nack_rtt;
+	/* Round messages (msg.h): from waiting for one to getting it after
+	 * a pull; barrier release: from arrival to release. */
+	struct ibmc__rtt msg_rtt;
+	struct ibmc__rtt rel_rtt;
+	/* Barrier: what auto chose by measurement (coll/barrier.c);
+	 * bar_n 0: not measured yet. */
+	int bar_algo, bar_n;
 
-	struct ibmc__early *early;	/* for broadcasts not entered yet */
+	struct ibmc__early *early;	/* for collectives not entered yet */
 	int early_count;
 	size_t early_bytes;
 

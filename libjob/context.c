@@ -17,7 +17,11 @@
 #include "libjob/comm.h"
 #include "libjob/context.h"
 #include "libjob/dispatch.h"
+#include "libjob/task.h"
 #include "libjob/wire.h"
+
+/* Longest ibmc_finalize spends answering late packets. */
+#define DRAIN_MAX_MS 1000
 
 /* What each rank contributes to the address exchange. */
 struct card {
@@ -197,6 +201,9 @@ int ibmc_finalize(ibmc_context_t *ctx)
 	if (!ctx)
 		return -EINVAL;
 	pthread_mutex_lock(&ctx->lock);
+	/* Peers may still miss this rank's last words (a FIN, a round
+	 * message): answer them for a while, bounded. */
+	ibmc__drain(ctx, DRAIN_MAX_MS);
 	while (ctx->comms)
 		ibmc__comm_destroy(ctx->comms);
 	ibmc__early_free(&ctx->early);

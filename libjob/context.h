@@ -36,12 +36,18 @@ struct ibmc_context {
 	struct { uint32_t hash, count; } *ids;
 	int nids;
 
+	/* The barrier algorithm auto chose by measurement, per member set
+	 * (coll/barrier.c): the same on every member of that set. */
+	struct { uint32_t key; int algo, n; } bar_cache[32];
+	int nbar_cache;
+
 	pthread_mutex_t lock;		/* everything below and every comm */
 	struct ibmc_comm *comms;	/* list of live communicators */
 	struct ibmc__early *early;	/* packets for unknown communicators */
 	size_t early_bytes;
 	int early_count;
 	uint64_t dropped;		/* datagrams that were not ours */
+	uint64_t received;		/* datagrams received */
 };
 
 #endif

@@ -6,9 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "libjob/bcast_op.h"
 #include "libjob/dispatch.h"
-#include "libjob/send.h"
+#include "libjob/task.h"
 
 /* Bounds on kept datagrams: the protocol retransmits what is dropped, so
  * these only need to cover ordinary skew between ranks. */
@@ -49,39 +48,20 @@ void ibmc__early_free(struct ibmc__early **list)
 	*list = NULL;
 }
 
-/* Answer a late datagram about the last completed broadcast: a parent
- * still retransmitting or probing missed our final ack; a child still
- * acking missed our FIN. */
-static void answer_late(struct ibmc_comm *comm, const struct ibmc__hdr *h,
-			int is_mcast)
-{
-	struct ibmc__hdr r = comm->last_tmpl;
-
-	r.src = (uint32_t)comm->rank;
-	r.flags = 0;
-	r.b = 0;
-	r.mask = 0;
-	if ((h->kind == IBMC__K_DATA || h->kind == IBMC__K_PROBE) &&
-	    !is_mcast) {
-		if (comm->last_parent < 0)
-			return;
-		r.kind = IBMC__K_ACK;
-		r.a = r.b = comm->last_nfrags;
-		ibmc__send_pkt(comm, comm->last_parent, &r, NULL, 0);
-	} else if (h->kind == IBMC__K_ACK && h->b == comm->last_nfrags) {
-		r.kind = IBMC__K_FIN;
-		r.a = 0;
-		ibmc__send_pkt(comm, (int)h->src, &r, NULL, 0);
-	}
-}
+/* Collectives this rank has not entered yet whose datagrams are kept:
+ * members may run ahead by a few non-blocking calls, or a broadcast root
+ * by the calls its early return let it make. */
+#define EARLY_SEQS 16
 
 static void comm_input(struct ibmc_comm *comm, const void *data, size_t len,
 		       int is_mcast)
 {
 	struct ibmc__hdr h;
-	struct ibmc__op *op = comm->op;
+	struct ibmc__task *t;
 	const unsigned char *p = data;
+	size_t plen;
 	int32_t ahead;
+	int lingering;
 
 	if (ibmc__wire_decode(data, len, &h))
 		return;
@@ -92,14 +72,21 @@ static void comm_input(struct ibmc_comm *comm, const void *data, size_t len,
 	if (h.src >= (uint32_t)comm->size || h.root >= (uint32_t)comm->size ||
 	    (int)h.src == comm->rank)
 		return;
-	if (op && h.seq == op->seq) {
-		ibmc__op_input(op, &h, p + IBMC__WIRE_HDR,
-			       len - IBMC__WIRE_HDR, is_mcast);
+	plen = len > h.hlen ? len - h.hlen : 0;
+	t = ibmc__task_find(comm, h.seq, &lingering);
+	if (t && !lingering) {
+		ibmc__task_input(t, &h, p + h.hlen, plen, is_mcast);
+		return;
+	}
+	if (t) {
+		/* A peer still finishing a collective we completed. */
+		if (h.coll == t->coll && t->ops->late)
+			t->ops->late(t, &h, p + h.hlen, plen, is_mcast);
 		return;
 	}
 	ahead = (int32_t)(h.seq - comm->next_seq);
-	if (ahead >= 0 && ahead < 4) {
-		/* A broadcast this rank has not entered yet. */
+	if (ahead >= 0 && ahead < EARLY_SEQS) {
+		/* A collective this rank has not entered yet. */
 		struct ibmc__early *e;
 
 		if (comm->early_count >= EARLY_MAX_COUNT ||
@@ -113,10 +100,6 @@ static void comm_input(struct ibmc_comm *comm, const void *data, size_t len,
 		append(&comm->early, e);
 		comm->early_count++;
 		comm->early_bytes += len;
-		return;
-	}
-	if (comm->last_valid && h.seq == comm->last_seq) {
-		answer_late(comm, &h, is_mcast);
 		return;
 	}
 	comm->st.stale_dropped++;
@@ -139,6 +122,7 @@ static void deliver(struct ibmc_context *ctx, const void *data, size_t len,
 	struct ibmc_comm *comm;
 	struct ibmc__early *e;
 
+	ctx->received++;
 	if (ibmc__wire_decode(data, len, &h)) {
 		ctx->dropped++;
 		return;

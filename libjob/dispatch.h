@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * dispatch.h - the receive side shared by all communicators of a context:
- * datagrams are decoded and handed to the communicator and broadcast they
- * name; datagrams for a communicator or broadcast this rank has not reached
- * yet are kept (bounded) and replayed, late ones about the previous
- * broadcast are answered, anything else is dropped and counted.
+ * datagrams are decoded and handed to the communicator and collective task
+ * they name (by sequence number, whatever the collective); datagrams for a
+ * communicator or collective this rank has not reached yet are kept
+ * (bounded) and replayed, late ones about a completed collective go to its
+ * lingering task, anything else is dropped and counted.
  */
 #ifndef IBMCAST_LIBJOB_DISPATCH_H
 #define IBMCAST_LIBJOB_DISPATCH_H
@@ -17,7 +18,7 @@
 int ibmc__pump(struct ibmc_context *ctx, int timeout_ms);
 
 /* Hand kept datagrams to comm: at creation (from the context's list) and
- * when a broadcast starts (from the communicator's list). */
+ * when a collective starts (from the communicator's list). */
 void ibmc__replay_ctx(struct ibmc_context *ctx, struct ibmc_comm *comm);
 void ibmc__replay_comm(struct ibmc_comm *comm);
 

@@ -15,32 +15,9 @@
 
 #include "common/log.h"
 #include "common/mgid.h"
+#include "libjob/coll/coll.h"
 #include "libjob/env.h"
 #include "libjob/wire.h"
-
-static const char *const algo_names[] = {
-	[IBMC__A_AUTO] = "auto",
-	[IBMC__A_MCAST] = "mcast",
-	[IBMC__A_BINOMIAL] = "binomial",
-	[IBMC__A_POSTAL] = "postal",
-};
-
-int ibmc__algo_parse(const char *name)
-{
-	int i;
-
-	for (i = 0; i < (int)(sizeof(algo_names) / sizeof(algo_names[0])); i++)
-		if (name && !strcmp(name, algo_names[i]))
-			return i;
-	return -EINVAL;
-}
-
-const char *ibmc__algo_name(int algo)
-{
-	if (algo < 0 || algo > IBMC__A_POSTAL)
-		return "none";
-	return algo_names[algo];
-}
 
 /* A hex number with the 0x prefix the plugin always writes. */
 static int parse_hex(const char *s, size_t n, unsigned long max,
@@ -208,7 +185,7 @@ int ibmc__env_read(struct ibmc__env *e)
 {
 	const char *s;
 	long v;
-	int rc = 0;
+	int rc = 0, i;
 
 	memset(e, 0, sizeof(*e));
 	s = getenv("IBMCAST_NODE");
@@ -250,14 +227,19 @@ int ibmc__env_read(struct ibmc__env *e)
 				 "libibmcast: IBMCAST_COMM_MODE=\"%s\" is not supported here; using sm",
 				 s);
 	}
-	s = getenv("IBMCAST_BCAST_ALGO");
-	e->algo = IBMC__A_AUTO;
-	if (s && *s) {
-		e->algo = ibmc__algo_parse(s);
-		if (e->algo < 0) {
+	/* IBMCAST_<COLL>_ALGO, by the collectives' own tables. */
+	for (i = 0; i < IBMC__C_COUNT; i++) {
+		const struct ibmc__coll_desc *d = ibmc__coll_get(i);
+
+		s = getenv(d->env);
+		if (!s || !*s)
+			continue;
+		e->algo[i] = ibmc__algo_lookup(i, s, &e->algo_param[i]);
+		if (e->algo[i] < 0) {
 			ibmc_log(IBMC_LOG_ERROR,
-				 "libibmcast: IBMCAST_BCAST_ALGO=\"%s\" is not auto, mcast, binomial or postal",
-				 s);
+				 "libibmcast: %s=\"%s\" is not an algorithm of %s (see ibmcast(7))",
+				 d->env, s, d->name);
+			e->algo[i] = 0;
 			rc = -EINVAL;
 		}
 	}

@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "libjob/transport.h"
+#include "libjob/wire.h"
 
 #define IBMC__MAX_GROUPS 64
 
@@ -26,7 +27,10 @@ struct ibmc__env {
 	int mcast_err;			/* 0: the pool may be used */
 	char mcast_why[200];		/* why not, when mcast_err != 0 */
 	int comm_p2p;			/* IBMCAST_COMM_MODE=p2p */
-	int algo;			/* IBMCAST_BCAST_ALGO */
+	/* IBMCAST_<COLL>_ALGO per enum ibmc__coll: id (0: auto), and N of
+	 * "name:N" (else 0). */
+	int algo[IBMC__C_COUNT];
+	int algo_param[IBMC__C_COUNT];
 	/* Tuning (ibmcast(7)). */
 	int rto_ms;			/* IBMCAST_BCAST_RTO_MS */
 	int timeout_ms;			/* IBMCAST_BCAST_TIMEOUT_MS, 0: never */
@@ -40,7 +44,8 @@ struct ibmc__env {
  * caller's mistake and named in the log. */
 int ibmc__env_read(struct ibmc__env *e);
 
-/* "auto", "mcast", "binomial", "postal" -> IBMC__A_*; -EINVAL else. */
+/* The broadcast's algorithm names (coll/coll.c): "auto", "mcast",
+ * "binomial", "postal" -> IBMC__A_*; -EINVAL else. */
 int ibmc__algo_parse(const char *name);
 const char *ibmc__algo_name(int algo);
 

@@ -16,10 +16,19 @@ libjob_libibmcast_core_la_SOURCES = \
 	libjob/comm.c libjob/comm.h \
 	libjob/send.c libjob/send.h \
 	libjob/dispatch.c libjob/dispatch.h \
-	libjob/bcast.c \
+	libjob/rtt.c libjob/rtt.h \
+	libjob/task.c libjob/task.h \
+	libjob/request.c \
+	libjob/msg.c libjob/msg.h \
 	libjob/bcast_op.c libjob/bcast_op.h \
-	libjob/bcast_mcast.c \
-	libjob/bcast_p2p.c \
+	libjob/coll/coll.c libjob/coll/coll.h \
+	libjob/coll/bcast.c \
+	libjob/coll/bcast_mcast.c \
+	libjob/coll/bcast_binomial.c \
+	libjob/coll/bcast_postal.c \
+	libjob/coll/barrier.c libjob/coll/barrier.h \
+	libjob/coll/barrier_nway.c \
+	libjob/coll/barrier_mcast.c \
 	libjob/tr_registry.c \
 	libjob/tr_loopback.c
 libjob_libibmcast_core_la_LIBADD = common/libibmcast_common.la -lpthread

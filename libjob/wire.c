@@ -17,12 +17,14 @@ static uint32_t get32(const uint8_t *p) { uint32_t v; memcpy(&v, p, 4); return b
 static uint64_t get64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return be64toh(v); }
 
 /*
- * Layout: 0 magic, 1 kind, 2 flags, 3 algo (DATA) or 0, 4 comm_id,
- * 8 version, 12 seq, 16 src, 20 a; then
+ * Layout: 0 magic, 1 kind, 2 flags, 3 collective (high nibble) and
+ * algorithm (low nibble, DATA only), 4 comm_id, 8 version, 12 seq, 16 src,
+ * 20 a; then
  *   DATA: 24 root, 28 len, 32 fragsz(16), 34 lambda, 35 ackint;
  *   ACK: 24 b, and 28 mask when F_MASK (a zero mask is not sent);
  *   REQ: 24 b, 28 mask;
- *   PROBE, FIN: nothing.
+ *   MSG: 24 b, then the payload;
+ *   PROBE, FIN, PULL: nothing.
  */
 size_t ibmc__wire_encode(const struct ibmc__hdr *h, uint8_t *out)
 {
@@ -33,7 +35,8 @@ size_t ibmc__wire_encode(const struct ibmc__hdr *h, uint8_t *out)
 	out[0] = IBMC__WIRE_MAGIC;
 	out[1] = h->kind;
 	out[2] = flags;
-	out[3] = h->kind == IBMC__K_DATA ? h->algo : 0;
+	out[3] = (uint8_t)(h->coll << 4 |
+			   (h->kind == IBMC__K_DATA ? h->algo & 0xf : 0));
 	put32(out + 4, h->comm_id);
 	put32(out + 8, h->version);
 	put32(out + 12, h->seq);
@@ -57,6 +60,9 @@ size_t ibmc__wire_encode(const struct ibmc__hdr *h, uint8_t *out)
 		put32(out + 24, h->b);
 		put64(out + 28, h->mask);
 		return 36;
+	case IBMC__K_MSG:
+		put32(out + 24, h->b);
+		return IBMC__WIRE_MSG;
 	default:
 		return IBMC__WIRE_BASE;
 	}
@@ -69,9 +75,13 @@ int ibmc__wire_decode(const void *buf, size_t len, struct ibmc__hdr *h)
 	if (len < IBMC__WIRE_BASE || p[0] != IBMC__WIRE_MAGIC)
 		return -EBADMSG;
 	memset(h, 0, sizeof(*h));
+	h->hlen = len > 0xffff ? 0xffff : (uint16_t)len;	/* no payload */
 	h->kind = p[1];
 	h->flags = p[2];
-	h->algo = p[3];
+	h->coll = p[3] >> 4;
+	h->algo = p[3] & 0xf;
+	if (h->coll >= IBMC__C_COUNT)
+		return -EBADMSG;
 	h->comm_id = get32(p + 4);
 	h->version = get32(p + 8);
 	h->seq = get32(p + 12);
@@ -81,13 +91,15 @@ int ibmc__wire_decode(const void *buf, size_t len, struct ibmc__hdr *h)
 	case IBMC__K_DATA:
 		if (len < IBMC__WIRE_HDR)
 			return -EBADMSG;
-		if (h->algo < IBMC__A_MCAST || h->algo > IBMC__A_POSTAL)
+		if (h->coll != IBMC__C_BCAST || h->algo < IBMC__A_MCAST ||
+		    h->algo > IBMC__A_POSTAL)
 			return -EBADMSG;
 		h->root = get32(p + 24);
 		h->len = get32(p + 28);
 		h->fragsz = get16(p + 32);
 		h->lambda = p[34];
 		h->ackint = p[35];
+		h->hlen = IBMC__WIRE_HDR;
 		return h->fragsz ? 0 : -EBADMSG;
 	case IBMC__K_ACK:
 		if (len < 28)
@@ -105,8 +117,15 @@ int ibmc__wire_decode(const void *buf, size_t len, struct ibmc__hdr *h)
 		h->b = get32(p + 24);
 		h->mask = get64(p + 28);
 		return 0;
+	case IBMC__K_MSG:
+		if (len < IBMC__WIRE_MSG)
+			return -EBADMSG;
+		h->b = get32(p + 24);
+		h->hlen = IBMC__WIRE_MSG;
+		return 0;
 	case IBMC__K_PROBE:
 	case IBMC__K_FIN:
+	case IBMC__K_PULL:
 		return 0;
 	default:
 		return -EBADMSG;

@@ -3,9 +3,10 @@
  * wire.h - the header every libjob datagram starts with.
  *
  * One transport instance serves all communicators of a context, so every
- * header names the communicator, its membership version, the broadcast
- * (per-communicator sequence number) and the sender (24 bytes with one
- * word of kind-specific data). DATA adds the broadcast's shape (root,
+ * header names the communicator, its membership version, the collective
+ * (its kind, and its sequence number on the communicator, counted across
+ * all kinds: MPI orders collectives per communicator) and the sender (24
+ * bytes with one word of kind-specific data). DATA adds the broadcast's shape (root,
  * algorithm, total length, fragment size, ack interval): a receiver learns
  * the root's choice from the first fragment that reaches it; the root
  * alone decides. Control packets stay small (24 to 36 bytes): they carry
@@ -22,6 +23,14 @@
 #define IBMC__WIRE_HDR 36	/* bytes before a DATA payload */
 #define IBMC__WIRE_BASE 24	/* PROBE, FIN */
 #define IBMC__WIRE_CTL 36	/* the largest control packet */
+#define IBMC__WIRE_MSG 28	/* bytes before a MSG payload */
+
+/* The collective a datagram belongs to (high nibble of byte 3). */
+enum ibmc__coll {
+	IBMC__C_BCAST = 0,
+	IBMC__C_BARRIER = 1,
+	IBMC__C_COUNT
+};
 
 enum ibmc__kind {
 	IBMC__K_DATA = 1,	/* one fragment; a = fragment index */
@@ -30,6 +39,9 @@ enum ibmc__kind {
 				 * sender's have, mask = wanted from a */
 	IBMC__K_PROBE = 4,	/* "send me your ack" */
 	IBMC__K_FIN = 5,	/* the sender's subtree and all above are done */
+	/* Short messages of round-based algorithms (msg.h). */
+	IBMC__K_MSG = 6,	/* a = slot, b = word; payload follows */
+	IBMC__K_PULL = 7,	/* a = slot: "send me that message again" */
 };
 
 enum ibmc__algo {
@@ -46,6 +58,7 @@ enum ibmc__algo {
 
 struct ibmc__hdr {
 	uint8_t kind;
+	uint8_t coll;		/* enum ibmc__coll */
 	uint8_t algo;
 	uint8_t lambda;		/* postal tree's latency ratio */
 	uint8_t flags;
@@ -59,11 +72,12 @@ struct ibmc__hdr {
 	uint8_t ackint;		/* DATA: ack every this many fragments */
 	uint32_t a, b;
 	uint64_t mask;
+	uint16_t hlen;		/* decode: bytes before the payload */
 };
 
 /* Encode h into out (at least IBMC__WIRE_CTL bytes): IBMC__WIRE_HDR bytes
- * for DATA (the payload follows), 24 to 36 for control kinds. Returns the
- * encoded length. */
+ * for DATA and IBMC__WIRE_MSG for MSG (the payload follows), 24 to 36 for
+ * control kinds. Returns the encoded length. */
 size_t ibmc__wire_encode(const struct ibmc__hdr *h, uint8_t *out);
 /* 0 and *h filled, or -EBADMSG for a datagram that is not ours. */
 int ibmc__wire_decode(const void *buf, size_t len, struct ibmc__hdr *h);

@@ -11,9 +11,12 @@
  *
  * Conventions: opaque handles, ibmc_ prefix, functions return 0 or -errno.
  * Calls on one communicator are not thread safe (like MPI_THREAD_SERIALIZED);
- * different contexts may be used from different threads.
+ * different contexts may be used from different threads. As in MPI, every
+ * member calls the collectives of a communicator in the same order,
+ * blocking and non-blocking alike.
  *
- * See ibmcast(3), ibmc_init(3), ibmc_comm_create(3), ibmc_bcast(3).
+ * See ibmcast(7), ibmc_init(3), ibmc_comm_create(3), ibmc_bcast(3),
+ * ibmc_barrier(3), ibmc_test(3), ibmc_comm_set_algo(3).
  */
 #ifndef IBMCAST_IBMCAST_H
 #define IBMCAST_IBMCAST_H
@@ -29,6 +32,11 @@ extern "C" {
 
 typedef struct ibmc_context ibmc_context_t;
 typedef struct ibmc_comm ibmc_comm_t;
+typedef struct ibmc_request ibmc_request_t;
+
+/* A progress step that has not finished yet (never returned by the
+ * blocking calls). */
+#define IBMC_INPROGRESS 1
 
 /*
  * The bootstrap exchange: a collective the caller already has (MPI:
@@ -111,15 +119,54 @@ int ibmc_comm_mcast_state(const ibmc_comm_t *comm, const char **why);
  */
 int ibmc_bcast(ibmc_comm_t *comm, void *buf, size_t len, int root);
 
-/* Algorithm names: "auto", "mcast", "binomial", "postal". -EINVAL else. */
+/* Non-blocking broadcast: starts it and returns a request to complete
+ * with ibmc_test() or ibmc_wait(); buf must stay untouched until then. */
+int ibmc_ibcast(ibmc_comm_t *comm, void *buf, size_t len, int root,
+		ibmc_request_t **req);
+
+/*
+ * Barrier: returns only once every member of comm has entered it.
+ * Algorithm: IBMCAST_BARRIER_ALGO or ibmc_comm_set_algo(): "nway" (n-way
+ * dissemination, n measured at communicator creation, or "nway:N" for a
+ * fixed n in 1..8), "mcast" (fan-in up a tree, release by one multicast),
+ * "auto". See ibmc_barrier(3).
+ */
+int ibmc_barrier(ibmc_comm_t *comm);
+int ibmc_ibarrier(ibmc_comm_t *comm, ibmc_request_t **req);
+
+/*
+ * Completing a non-blocking collective. ibmc_test() moves every collective
+ * of the context on without blocking and sets *done; when *done is 1 the
+ * request is freed, *req set to NULL and the collective's result returned
+ * (0 or -errno). ibmc_wait() blocks until then. Collectives complete
+ * whatever order they are tested or waited for in.
+ */
+int ibmc_test(ibmc_request_t **req, int *done);
+int ibmc_wait(ibmc_request_t **req);
+
+/*
+ * Algorithm selection per collective ("bcast", "barrier") by name, as in
+ * IBMCAST_<COLL>_ALGO (see ibmcast(7)): "auto" or an algorithm of that
+ * collective, some with a parameter ("nway:4"). -EINVAL for an unknown
+ * collective or name. Every member must select the same algorithm for
+ * collectives whose members do not learn it from the root (barrier).
+ */
+int ibmc_comm_set_algo(ibmc_comm_t *comm, const char *coll,
+		       const char *name);
+/* The algorithm the last call of coll on comm used ("mcast", "nway", ...),
+ * or "none". */
+const char *ibmc_comm_last_algo(const ibmc_comm_t *comm, const char *coll);
+
+/* Broadcast shorthands: ibmc_comm_set_algo(comm, "bcast", name) with
+ * "auto", "mcast", "binomial", "postal"; the last broadcast's algorithm. */
 int ibmc_comm_set_bcast_algo(ibmc_comm_t *comm, const char *name);
-/* The algorithm the last ibmc_bcast on comm used ("mcast", ...). */
 const char *ibmc_comm_last_bcast_algo(const ibmc_comm_t *comm);
 
 /* Counters of one communicator (monotonic since creation). */
 typedef struct ibmc_comm_stats {
 	uint64_t bcasts;		/* completed broadcasts */
 	uint64_t mcast_bcasts;		/* ... of which over multicast */
+	uint64_t barriers;		/* completed barriers */
 	uint64_t packets_sent;		/* data + control, all kinds */
 	uint64_t bytes_sent;		/* payload bytes this rank sent */
 	uint64_t retransmits;		/* data fragments sent again */
@@ -127,7 +174,8 @@ typedef struct ibmc_comm_stats {
 	uint64_t timeouts;		/* ack timers that expired */
 	uint64_t duplicates;		/* data fragments received twice */
 	uint64_t stale_dropped;		/* packets of another membership
-					 * version or a past broadcast */
+					 * version or a past collective */
+	uint64_t pulls;			/* round messages asked for again */
 } ibmc_comm_stats_t;
 int ibmc_comm_get_stats(const ibmc_comm_t *comm, ibmc_comm_stats_t *st);
 

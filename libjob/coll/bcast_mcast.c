@@ -14,7 +14,7 @@
 
 #include "libjob/bcast_op.h"
 
-int ibmc__mcast_push(struct ibmc__op *op)
+static int push(struct ibmc__op *op)
 {
 	uint32_t w = (uint32_t)op->comm->ctx->env.window, old = op->sent;
 
@@ -25,8 +25,8 @@ int ibmc__mcast_push(struct ibmc__op *op)
 	return op->sent != old;
 }
 
-int ibmc__mcast_retransmit(struct ibmc__op *op, struct ibmc__child **due,
-			   int ndue)
+static int retransmit(struct ibmc__op *op, struct ibmc__child **due,
+		      int ndue)
 {
 	uint32_t lo = op->sent, hi, f;
 	int i, needy = 0;
@@ -62,3 +62,10 @@ int ibmc__mcast_retransmit(struct ibmc__op *op, struct ibmc__child **due,
 	op->remcast_ok = 0;
 	return needy;
 }
+
+const struct ibmc__bcast_strategy ibmc__bcast_mcast = {
+	.tree = IBMC__A_BINOMIAL,
+	.uses_group = 1,
+	.push = push,
+	.retransmit = retransmit,
+};

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Point-to-point broadcast down a tree (binomial, or the postal-model tree
- * of seed 001 5.5): the root unicasts each fragment to its children inside
+ * Point-to-point broadcast down a binomial tree (the postal tree,
+ * coll/bcast_postal.c, moves data the same way): the root unicasts each fragment to its children inside
  * the window, and every inner rank forwards each fragment to its children
  * the moment it first holds it, so fragments pipeline down the tree. The
  * transport is unreliable UD: acks, timers and retransmissions are the
@@ -11,9 +11,9 @@
 
 #include "libjob/bcast_op.h"
 
-void ibmc__p2p_push(struct ibmc__op *op)
+int ibmc__bcast_tree_push(struct ibmc__op *op)
 {
-	uint32_t w = (uint32_t)op->comm->ctx->env.window;
+	uint32_t w = (uint32_t)op->comm->ctx->env.window, old = op->sent;
 	int i;
 
 	while (op->sent < op->nfrags && op->sent < op->cum + w) {
@@ -22,9 +22,10 @@ void ibmc__p2p_push(struct ibmc__op *op)
 			ibmc__op_send_frag(op, op->kids[i].rank, op->sent, 0);
 		op->sent++;
 	}
+	return op->sent != old;
 }
 
-void ibmc__p2p_forward(struct ibmc__op *op, uint32_t frag)
+void ibmc__bcast_tree_forward(struct ibmc__op *op, uint32_t frag)
 {
 	int i;
 
@@ -32,3 +33,9 @@ void ibmc__p2p_forward(struct ibmc__op *op, uint32_t frag)
 		if (op->kids[i].have <= frag)
 			ibmc__op_send_frag(op, op->kids[i].rank, frag, 0);
 }
+
+const struct ibmc__bcast_strategy ibmc__bcast_binomial = {
+	.tree = IBMC__A_BINOMIAL,
+	.push = ibmc__bcast_tree_push,
+	.forward = ibmc__bcast_tree_forward,
+};

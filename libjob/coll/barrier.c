@@ -1,0 +1,240 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The barrier collective: its algorithm table, auto's choice by
+ * measurement, and ibmc_barrier()/ibmc_ibarrier().
+ *
+ * Auto measures: the first blocking barrier of a communicator whose
+ * member set has not been measured yet times a few trial barriers of each
+ * candidate (n-way for n = 1 .. min(8, P-1), and the multicast release
+ * when the communicator may multicast); rank 0's medians decide and a
+ * broadcast shares the decision, which every member caches in its
+ * context for that member set. Measuring there, not at communicator
+ * creation, keeps creation free of traffic (no join, no test, no wait)
+ * and costs nothing to communicators that never call a barrier. A
+ * non-blocking barrier never measures: it uses what was measured, or
+ * the 1-way dissemination.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "libjob/coll/barrier.h"
+#include "libjob/coll/coll.h"
+#include "libjob/comm.h"
+#include "libjob/task.h"
+
+static const struct ibmc__algo_desc algos[] = {
+	{ IBMC__BA_NWAY, "nway",
+	  "n-way dissemination (seed 004): ceil(log_{n+1} P) rounds of n messages; nway:N fixes n",
+	  1, IBMC__NWAY_MAX },
+	{ IBMC__BA_MCAST, "mcast",
+	  "arrivals up a binomial tree, release by one multicast", 0, 0 },
+};
+
+const struct ibmc__coll_desc ibmc__barrier_desc = {
+	.coll = IBMC__C_BARRIER,
+	.name = "barrier",
+	.env = "IBMCAST_BARRIER_ALGO",
+	.algos = algos,
+	.nalgos = sizeof(algos) / sizeof(algos[0]),
+};
+
+#define TRIALS 3		/* timed trial barriers per candidate */
+#define GAIN 0.95		/* a larger n must be 5% faster than 1-way */
+
+static int clamp_n(const struct ibmc_comm *c, int n)
+{
+	int max = c->size > 1 ? c->size - 1 : 1;
+
+	if (n < 1)
+		n = 1;
+	if (n > IBMC__NWAY_MAX)
+		n = IBMC__NWAY_MAX;
+	return n > max ? max : n;
+}
+
+/* The algorithm and n a barrier on c uses now. */
+static void resolve(const struct ibmc_comm *c, int *algo, int *n)
+{
+	int a = c->algo[IBMC__C_BARRIER], p = c->algo_param[IBMC__C_BARRIER];
+
+	*algo = a ? a : (c->bar_n ? c->bar_algo : IBMC__BA_NWAY);
+	*n = clamp_n(c, p ? p : (c->bar_n ? c->bar_n : 1));
+}
+
+static int start(struct ibmc_comm *c, int algo, int n,
+		 struct ibmc_request *req)
+{
+	struct ibmc__args args = { .param = n };
+	const struct ibmc__task_ops *ops = algo == IBMC__BA_MCAST ?
+		&ibmc__barrier_mcast_ops : &ibmc__barrier_nway_ops;
+
+	return ibmc__task_start(c, IBMC__C_BARRIER, algo, ops, &args, NULL,
+				req);
+}
+
+/* One blocking barrier with this algorithm; ctx->lock held. */
+static int run(struct ibmc_comm *c, int algo, int n)
+{
+	struct ibmc_request req = { 0 };
+	int rc = start(c, algo, n, &req);
+
+	return rc ? rc : ibmc__wait(&req);
+}
+
+static int needs_measuring(const struct ibmc_comm *c)
+{
+	int a = c->algo[IBMC__C_BARRIER];
+
+	if (c->size < 3 || c->bar_n)
+		return 0;
+	return a == 0 || (a == IBMC__BA_NWAY && !c->algo_param[IBMC__C_BARRIER]);
+}
+
+static int cache_find(struct ibmc_comm *c)
+{
+	struct ibmc_context *ctx = c->ctx;
+	int i;
+
+	for (i = 0; i < ctx->nbar_cache; i++)
+		if (ctx->bar_cache[i].key == c->version) {
+			c->bar_algo = ctx->bar_cache[i].algo;
+			c->bar_n = ctx->bar_cache[i].n;
+			return 1;
+		}
+	return 0;
+}
+
+static void cache_add(struct ibmc_comm *c)
+{
+	struct ibmc_context *ctx = c->ctx;
+	int i = ctx->nbar_cache;
+
+	if (i == (int)(sizeof(ctx->bar_cache) / sizeof(ctx->bar_cache[0])))
+		i = (int)(c->version % (unsigned)i);	/* full: replace one */
+	else
+		ctx->nbar_cache++;
+	ctx->bar_cache[i].key = c->version;
+	ctx->bar_cache[i].algo = c->bar_algo;
+	ctx->bar_cache[i].n = c->bar_n;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Median time (us) of TRIALS barriers after one warm-up; lock held. */
+static int trial(struct ibmc_comm *c, int algo, int n, int64_t *median)
+{
+	int64_t t[TRIALS], t0;
+	int i, rc = run(c, algo, n);
+
+	for (i = 0; !rc && i < TRIALS; i++) {
+		t0 = ibmc__task_now();
+		rc = run(c, algo, n);
+		t[i] = ibmc__task_now() - t0;
+	}
+	if (rc)
+		return rc;
+	qsort(t, TRIALS, sizeof(t[0]), cmp_i64);
+	*median = t[TRIALS / 2];
+	return 0;
+}
+
+/*
+ * Measure the candidates on c (collective, lock held) and set
+ * c->bar_algo/bar_n from rank 0's medians. What the trials add to the
+ * communicator's counters is taken back: they are not the caller's.
+ */
+static int measure(struct ibmc_comm *c)
+{
+	ibmc_comm_stats_t saved = c->st;
+	int saved_last[IBMC__C_COUNT];
+	int64_t best = 0, m;
+	int n, nmax = clamp_n(c, IBMC__NWAY_MAX), rc = 0;
+	int best_algo = IBMC__BA_NWAY, best_n = 1;
+	uint32_t choice;
+	struct ibmc_request req = { 0 };
+
+	memcpy(saved_last, c->last_algo, sizeof(saved_last));
+	for (n = 1; !rc && n <= nmax; n++) {
+		rc = trial(c, IBMC__BA_NWAY, n, &m);
+		if (!rc && (n == 1 || m < best * GAIN)) {
+			best = m;
+			best_n = n;
+		}
+	}
+	if (!rc && c->algo[IBMC__C_BARRIER] == 0 && !c->mcast_err &&
+	    c->ghandle >= 0) {
+		rc = trial(c, IBMC__BA_MCAST, 1, &m);
+		if (!rc && m < best * GAIN) {
+			best_algo = IBMC__BA_MCAST;
+			best_n = 1;
+		}
+	}
+	if (rc)
+		goto out;
+	/* Rank 0's view decides, for everyone. */
+	choice = (uint32_t)(best_algo << 8 | best_n);
+	rc = ibmc__bcast_start(c, &choice, sizeof(choice), 0, &req);
+	if (!rc)
+		rc = ibmc__wait(&req);
+	if (rc)
+		goto out;
+	c->bar_algo = (int)(choice >> 8);
+	c->bar_n = clamp_n(c, (int)(choice & 0xff));
+	if (c->bar_algo != IBMC__BA_NWAY && c->bar_algo != IBMC__BA_MCAST)
+		c->bar_algo = IBMC__BA_NWAY;
+	cache_add(c);
+out:
+	c->st = saved;
+	memcpy(c->last_algo, saved_last, sizeof(saved_last));
+	return rc;
+}
+
+int ibmc_barrier(ibmc_comm_t *c)
+{
+	int rc = 0, algo, n;
+
+	if (!c)
+		return -EINVAL;
+	pthread_mutex_lock(&c->ctx->lock);
+	if (needs_measuring(c) && !cache_find(c))
+		rc = measure(c);
+	if (!rc) {
+		resolve(c, &algo, &n);
+		rc = run(c, algo, n);
+	}
+	pthread_mutex_unlock(&c->ctx->lock);
+	return rc;
+}
+
+int ibmc_ibarrier(ibmc_comm_t *c, ibmc_request_t **out)
+{
+	struct ibmc_request *req;
+	int rc, algo, n;
+
+	if (!c || !out)
+		return -EINVAL;
+	req = calloc(1, sizeof(*req));
+	if (!req)
+		return -ENOMEM;
+	req->heap = 1;
+	pthread_mutex_lock(&c->ctx->lock);
+	if (needs_measuring(c))
+		cache_find(c);
+	resolve(c, &algo, &n);
+	rc = start(c, algo, n, req);
+	pthread_mutex_unlock(&c->ctx->lock);
+	if (rc) {
+		free(req);
+		return rc;
+	}
+	*out = req;
+	return 0;
+}

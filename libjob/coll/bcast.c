@@ -1,0 +1,289 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The broadcast collective: its algorithm table, the root's choice (the
+ * others learn it from the root's packets, so ranks never disagree), the
+ * task that runs the reliable broadcast engine (bcast_op.c) with the
+ * chosen strategy, and ibmc_bcast()/ibmc_ibcast().
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "libjob/bcast_op.h"
+#include "libjob/coll/coll.h"
+#include "libjob/dispatch.h"
+#include "libjob/env.h"
+#include "libjob/send.h"
+
+static const struct ibmc__algo_desc algos[] = {
+	{ IBMC__A_MCAST, "mcast",
+	  "multicast from the root over the pool group, acks and repairs up and down a binomial tree", 0, 0 },
+	{ IBMC__A_BINOMIAL, "binomial",
+	  "point-to-point, fragments pipelined down a binomial tree", 0, 0 },
+	{ IBMC__A_POSTAL, "postal",
+	  "point-to-point down the postal-model tree (latency-bound messages)", 0, 0 },
+};
+
+const struct ibmc__coll_desc ibmc__bcast_desc = {
+	.coll = IBMC__C_BCAST,
+	.name = "bcast",
+	.env = "IBMCAST_BCAST_ALGO",
+	.algos = algos,
+	.nalgos = sizeof(algos) / sizeof(algos[0]),
+};
+
+/* Failed multicast broadcasts in a row before auto stops multicasting, and
+ * for how many broadcasts it then stays point-to-point. */
+#define MC_FAIL_LIMIT 2
+#define MC_SUSPEND 32
+
+/* A broadcast task: the engine's state, and after completion what a late
+ * packet about it needs for an answer. */
+struct bcast_task {
+	struct ibmc__op op;
+	int last_valid;
+	uint32_t last_nfrags;
+	int last_parent;
+	struct ibmc__hdr tmpl;		/* its shape, for replies */
+};
+
+static int may_mcast(const struct ibmc_comm *c)
+{
+	return !c->mcast_err && c->st.bcasts >= c->mc_suspend_until;
+}
+
+/* Auto: multicast when the communicator may and the size is worth it
+ * (IBMCAST_MCAST_MIN_BYTES, default: always from 4 ranks on, beyond one
+ * fragment on 2 or 3 ranks where a unicast tree is as short); else the
+ * postal tree for one-fragment messages (latency-bound) and binomial for
+ * pipelined larger ones. */
+static int choose(const struct ibmc_comm *c, size_t len)
+{
+	const struct ibmc__env *e = &c->ctx->env;
+	size_t frag = c->ctx->mtu - IBMC__WIRE_HDR;
+	long min = e->mcast_min;
+	int algo = c->algo[IBMC__C_BCAST];
+
+	if (algo == IBMC__A_MCAST && may_mcast(c))
+		return IBMC__A_MCAST;
+	if (algo == IBMC__A_BINOMIAL || algo == IBMC__A_POSTAL)
+		return algo;
+	if (min < 0)
+		min = c->size >= 4 ? 0 : (long)frag + 1;
+	if (may_mcast(c) && (long long)len >= min)
+		return IBMC__A_MCAST;
+	return len <= frag ? IBMC__A_POSTAL : IBMC__A_BINOMIAL;
+}
+
+static void remember(struct bcast_task *b)
+{
+	const struct ibmc__op *op = &b->op;
+	struct ibmc__hdr *t = &b->tmpl;
+
+	b->last_valid = 1;
+	b->last_nfrags = op->nfrags;
+	b->last_parent = op->tree.parent;
+	memset(t, 0, sizeof(*t));
+	t->coll = IBMC__C_BCAST;
+	t->algo = op->algo;
+	t->lambda = op->lambda;
+	t->comm_id = op->comm->id;
+	t->version = op->comm->version;
+	t->seq = op->seq;
+	t->root = op->root;
+	t->len = (uint32_t)op->len;
+	t->fragsz = op->fragsz;
+}
+
+/* The root notices multicast that reached nobody. */
+static void mcast_health(struct ibmc_comm *c, const struct ibmc__op *op)
+{
+	if (op->algo != IBMC__A_MCAST || op->me != op->root || op->rc ||
+	    !op->tree.nchildren)
+		return;
+	if (op->child_mc) {
+		c->mc_fail_streak = 0;
+		return;
+	}
+	if (++c->mc_fail_streak >= MC_FAIL_LIMIT)
+		c->mc_suspend_until = c->st.bcasts + MC_SUSPEND;
+}
+
+static int t_start(struct ibmc__task *t)
+{
+	struct bcast_task *b = t->priv;
+
+	return ibmc__op_start(&b->op, t->comm, t->args.buf, t->args.len,
+			      t->args.root, t->algo);
+}
+
+static void t_input(struct ibmc__task *t, const struct ibmc__hdr *h,
+		    const unsigned char *payload, size_t plen, int is_mcast)
+{
+	struct bcast_task *b = t->priv;
+
+	ibmc__op_input(&b->op, h, payload, plen, is_mcast);
+}
+
+static int t_progress(struct ibmc__task *t, int64_t now)
+{
+	struct bcast_task *b = t->priv;
+
+	ibmc__op_progress(&b->op, now);
+	return b->op.done ? b->op.rc : IBMC_INPROGRESS;
+}
+
+static int64_t t_deadline(const struct ibmc__task *t)
+{
+	const struct bcast_task *b = t->priv;
+
+	return ibmc__op_next_deadline(&b->op);
+}
+
+static void t_complete(struct ibmc__task *t, int rc)
+{
+	struct bcast_task *b = t->priv;
+	struct ibmc_comm *c = t->comm;
+
+	if (b->op.known) {
+		remember(b);
+		t->algo = b->op.algo;
+		c->last_algo[IBMC__C_BCAST] = b->op.algo;
+	}
+	b->op.rc = rc;
+	mcast_health(c, &b->op);
+	if (!rc) {
+		c->st.bcasts++;
+		if (b->op.algo == IBMC__A_MCAST)
+			c->st.mcast_bcasts++;
+	}
+	/* Lingering needs only the template. */
+	ibmc__op_fini(&b->op);
+}
+
+/* A late datagram about this completed broadcast: a parent still
+ * retransmitting or probing missed our final ack; a child still acking
+ * missed our FIN. */
+static void t_late(struct ibmc__task *t, const struct ibmc__hdr *h,
+		   const unsigned char *payload, size_t plen, int is_mcast)
+{
+	struct bcast_task *b = t->priv;
+	struct ibmc__hdr r = b->tmpl;
+	struct ibmc_comm *comm = t->comm;
+
+	(void)payload;
+	(void)plen;
+	if (!b->last_valid)
+		return;
+	r.src = (uint32_t)comm->rank;
+	r.flags = 0;
+	r.b = 0;
+	r.mask = 0;
+	if ((h->kind == IBMC__K_DATA || h->kind == IBMC__K_PROBE) &&
+	    !is_mcast) {
+		if (b->last_parent < 0)
+			return;
+		r.kind = IBMC__K_ACK;
+		r.a = r.b = b->last_nfrags;
+		ibmc__send_pkt(comm, b->last_parent, &r, NULL, 0);
+	} else if (h->kind == IBMC__K_ACK && h->b == b->last_nfrags) {
+		r.kind = IBMC__K_FIN;
+		r.a = 0;
+		ibmc__send_pkt(comm, (int)h->src, &r, NULL, 0);
+	}
+}
+
+static void t_fini(struct ibmc__task *t)
+{
+	struct bcast_task *b = t->priv;
+
+	ibmc__op_fini(&b->op);
+	free(b);
+}
+
+static const struct ibmc__task_ops bcast_ops = {
+	.start = t_start,
+	.input = t_input,
+	.progress = t_progress,
+	.deadline = t_deadline,
+	.complete = t_complete,
+	.late = t_late,
+	.fini = t_fini,
+};
+
+int ibmc__bcast_start(struct ibmc_comm *c, void *buf, size_t len, int root,
+		      struct ibmc_request *req)
+{
+	struct ibmc__args args = { .buf = buf, .len = len, .root = root };
+	struct bcast_task *b;
+	int rc, algo = IBMC__A_AUTO;
+
+	req->comm = c;
+	if (c->size == 1) {
+		c->next_seq++;
+		c->st.bcasts++;
+		c->last_algo[IBMC__C_BCAST] = IBMC__A_BINOMIAL;
+		req->done = 1;
+		req->rc = 0;
+		return 0;
+	}
+	if (c->rank == root)
+		algo = choose(c, len);
+	b = calloc(1, sizeof(*b));
+	if (!b)
+		return -ENOMEM;
+	rc = ibmc__task_start(c, IBMC__C_BCAST, algo, &bcast_ops, &args, b,
+			      req);
+	return rc;
+}
+
+static int check_args(const ibmc_comm_t *c, const void *buf, size_t len,
+		      int root)
+{
+	if (!c || root < 0 || root >= c->size || (len && !buf))
+		return -EINVAL;
+	if (len > UINT32_MAX)
+		return -EMSGSIZE;
+	return 0;
+}
+
+int ibmc_bcast(ibmc_comm_t *c, void *buf, size_t len, int root)
+{
+	struct ibmc_request req = { 0 };
+	int rc = check_args(c, buf, len, root);
+
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&c->ctx->lock);
+	rc = ibmc__bcast_start(c, buf, len, root, &req);
+	if (!rc)
+		rc = ibmc__wait(&req);
+	pthread_mutex_unlock(&c->ctx->lock);
+	return rc;
+}
+
+int ibmc_ibcast(ibmc_comm_t *c, void *buf, size_t len, int root,
+		ibmc_request_t **out)
+{
+	struct ibmc_request *req;
+	int rc = check_args(c, buf, len, root);
+
+	if (rc || !out)
+		return rc ? rc : -EINVAL;
+	req = calloc(1, sizeof(*req));
+	if (!req)
+		return -ENOMEM;
+	req->heap = 1;
+	pthread_mutex_lock(&c->ctx->lock);
+	rc = ibmc__bcast_start(c, buf, len, root, req);
+	pthread_mutex_unlock(&c->ctx->lock);
+	if (rc) {
+		free(req);
+		return rc;
+	}
+	*out = req;
+	return 0;
+}

@@ -1,0 +1,192 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Reliable short messages by receiver pulls (see msg.h). */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "libjob/comm.h"
+#include "libjob/msg.h"
+#include "libjob/rtt.h"
+#include "libjob/send.h"
+
+#define PULL_MAX_US 100000	/* longest wait between pulls */
+
+int ibmc__msgs_init(struct ibmc__msgs *m, struct ibmc__task *t, int nslots)
+{
+	int i;
+
+	memset(m, 0, sizeof(*m));
+	m->task = t;
+	m->nslots = nslots;
+	if (!nslots)
+		return 0;
+	m->out = calloc((size_t)nslots, sizeof(*m->out));
+	m->in = calloc((size_t)nslots, sizeof(*m->in));
+	if (!m->out || !m->in) {
+		ibmc__msgs_fini(m);
+		return -ENOMEM;
+	}
+	for (i = 0; i < nslots; i++)
+		m->out[i].peer = m->in[i].peer = -1;
+	return 0;
+}
+
+void ibmc__msgs_fini(struct ibmc__msgs *m)
+{
+	int i;
+
+	for (i = 0; m->out && i < m->nslots; i++)
+		free(m->out[i].data);
+	for (i = 0; m->in && i < m->nslots; i++)
+		free(m->in[i].data);
+	free(m->out);
+	free(m->in);
+	m->out = NULL;
+	m->in = NULL;
+	m->nslots = 0;
+}
+
+void ibmc__msgs_expect(struct ibmc__msgs *m, int slot, int peer)
+{
+	if (slot >= 0 && slot < m->nslots)
+		m->in[slot].peer = peer;
+}
+
+void ibmc__msgs_wait(struct ibmc__msgs *m, int slot, int64_t now)
+{
+	struct ibmc__msg_in *in;
+	const struct ibmc_comm *c = m->task->comm;
+
+	if (slot < 0 || slot >= m->nslots)
+		return;
+	in = &m->in[slot];
+	if (in->got || in->wait_since)
+		return;
+	in->wait_since = now;
+	in->next_pull = now + ibmc__rtt_rto(&c->msg_rtt,
+					    (int64_t)c->ctx->env.rto_ms * 1000);
+}
+
+int ibmc__msgs_got(const struct ibmc__msgs *m, int slot)
+{
+	return slot >= 0 && slot < m->nslots && m->in[slot].got;
+}
+
+static void fill_hdr(const struct ibmc__msgs *m, struct ibmc__hdr *h,
+		     int kind, int slot)
+{
+	const struct ibmc__task *t = m->task;
+
+	memset(h, 0, sizeof(*h));
+	h->kind = kind;
+	h->coll = (uint8_t)t->coll;
+	h->comm_id = t->comm->id;
+	h->version = t->comm->version;
+	h->seq = t->seq;
+	h->src = (uint32_t)t->comm->rank;
+	h->a = (uint32_t)slot;
+}
+
+static int send_out(struct ibmc__msgs *m, int slot)
+{
+	struct ibmc__msg_out *o = &m->out[slot];
+	struct ibmc__hdr h;
+
+	fill_hdr(m, &h, IBMC__K_MSG, slot);
+	h.b = o->word;
+	return ibmc__send_pkt(m->task->comm, o->peer, &h, o->data, o->len);
+}
+
+int ibmc__msgs_send(struct ibmc__msgs *m, int slot, int peer, uint32_t word,
+		    const void *data, size_t len)
+{
+	struct ibmc__msg_out *o;
+
+	if (slot < 0 || slot >= m->nslots)
+		return -EINVAL;
+	o = &m->out[slot];
+	o->peer = peer;
+	o->word = word;
+	if (len) {
+		o->data = malloc(len);
+		if (!o->data)
+			return -ENOMEM;
+		memcpy(o->data, data, len);
+		o->len = len;
+	}
+	o->sent = 1;
+	/* Lost or not, the slot is sent: a pull brings it again. */
+	send_out(m, slot);
+	return 0;
+}
+
+int ibmc__msgs_input(struct ibmc__msgs *m, const struct ibmc__hdr *h,
+		     const unsigned char *payload, size_t plen)
+{
+	struct ibmc_comm *c = m->task->comm;
+	struct ibmc__msg_in *in;
+	int64_t now;
+
+	if (h->a >= (uint32_t)m->nslots)
+		return 0;
+	if (h->kind == IBMC__K_PULL) {
+		struct ibmc__msg_out *o = &m->out[h->a];
+
+		if (o->sent && o->peer == (int)h->src)
+			send_out(m, (int)h->a);
+		return 0;
+	}
+	if (h->kind != IBMC__K_MSG)
+		return 0;
+	in = &m->in[h->a];
+	if (in->got || in->peer != (int)h->src)
+		return 0;
+	if (plen) {
+		in->data = malloc(plen);
+		if (!in->data)
+			return 0;	/* as if lost: it is pulled again */
+		memcpy(in->data, payload, plen);
+		in->len = plen;
+	}
+	in->got = 1;
+	in->word = h->b;
+	now = ibmc__task_now();
+	/* A slot pulled once: the pull's round trip. */
+	if (in->npull == 1 && now > in->first_pull)
+		ibmc__rtt_sample(&c->msg_rtt, now - in->first_pull);
+	return 1;
+}
+
+int64_t ibmc__msgs_progress(struct ibmc__msgs *m, int64_t now)
+{
+	struct ibmc_comm *c = m->task->comm;
+	int64_t next = INT64_MAX, w;
+	struct ibmc__hdr h;
+	int i;
+
+	for (i = 0; i < m->nslots; i++) {
+		struct ibmc__msg_in *in = &m->in[i];
+
+		if (in->got || !in->wait_since || in->peer < 0)
+			continue;
+		if (now >= in->next_pull) {
+			fill_hdr(m, &h, IBMC__K_PULL, i);
+			ibmc__send_pkt(c, in->peer, &h, NULL, 0);
+			c->st.pulls++;
+			if (!in->npull)
+				in->first_pull = now;
+			if (in->npull < 16)
+				in->npull++;
+			w = ibmc__rtt_rto(&c->msg_rtt,
+					  (int64_t)c->ctx->env.rto_ms * 1000)
+			    << (in->npull < 6 ? in->npull : 6);
+			in->next_pull = now + (w < PULL_MAX_US ? w :
+					       PULL_MAX_US);
+		}
+		if (in->next_pull < next)
+			next = in->next_pull;
+	}
+	return next;
+}

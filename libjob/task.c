@@ -1,0 +1,253 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Collectives in flight (see task.h): starting, feeding, progressing and
+ * completing tasks, the wait loop that pulls datagrams for every
+ * communicator of the context, and the bounded lingering of completed
+ * tasks.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "libjob/coll/coll.h"
+#include "libjob/comm.h"
+#include "libjob/dispatch.h"
+#include "libjob/task.h"
+
+/* Completed tasks kept per communicator to answer late packets, and for
+ * how long at most: a peer that missed this member's last words asks
+ * within a few retransmission timeouts, and collectives on a
+ * communicator are ordered, so peers are never far behind. */
+#define LINGER_MAX 8
+#define LINGER_US 10000000
+/* Finalize: serve late packets until none came for this long. */
+#define DRAIN_QUIET_MS 50
+
+int64_t ibmc__task_now(void)
+{
+	return (int64_t)(ibmc__now_ns() / 1000);
+}
+
+static void task_free(struct ibmc__task *t)
+{
+	if (t->ops->fini)
+		t->ops->fini(t);
+	free(t);
+}
+
+/* Drop lingering tasks beyond the bound or past their time. */
+static void trim_lingering(struct ibmc_comm *c, int64_t now)
+{
+	struct ibmc__task **pp = &c->lingering, *t;
+	int n = 0;
+
+	while ((t = *pp)) {
+		if (n >= LINGER_MAX || now >= t->linger_until) {
+			*pp = t->next;
+			c->nlinger--;
+			task_free(t);
+			continue;
+		}
+		n++;
+		pp = &t->next;
+	}
+}
+
+static void complete(struct ibmc__task *t, int rc, int64_t now)
+{
+	struct ibmc_comm *c = t->comm;
+	struct ibmc__task **pp;
+
+	for (pp = &c->tasks; *pp; pp = &(*pp)->next)
+		if (*pp == t) {
+			*pp = t->next;
+			break;
+		}
+	t->done = 1;
+	t->rc = rc;
+	if (t->ops->complete)
+		t->ops->complete(t, rc);
+	if (t->req) {
+		t->req->done = 1;
+		t->req->rc = rc;
+		t->req->task = NULL;
+		t->req = NULL;
+	}
+	t->linger_until = now + LINGER_US;
+	t->next = c->lingering;
+	c->lingering = t;
+	c->nlinger++;
+	trim_lingering(c, now);
+}
+
+int ibmc__task_start(struct ibmc_comm *comm, int coll, int algo,
+		     const struct ibmc__task_ops *ops,
+		     const struct ibmc__args *args, void *priv,
+		     struct ibmc_request *req)
+{
+	struct ibmc__task *t = calloc(1, sizeof(*t)), **pp;
+	int rc;
+
+	if (!t) {
+		free(priv);	/* nothing in it yet */
+		return -ENOMEM;
+	}
+	t->comm = comm;
+	t->ops = ops;
+	t->coll = coll;
+	t->algo = algo;
+	t->seq = comm->next_seq;
+	t->args = *args;
+	t->priv = priv;
+	rc = ops->start(t);
+	if (rc) {
+		task_free(t);
+		return rc;
+	}
+	comm->next_seq++;
+	for (pp = &comm->tasks; *pp; pp = &(*pp)->next)
+		;
+	*pp = t;
+	if (req) {
+		req->task = t;
+		req->comm = comm;
+		req->done = 0;
+		req->rc = 0;
+		t->req = req;
+	}
+	ibmc__replay_comm(comm);
+	return 0;
+}
+
+void ibmc__task_input(struct ibmc__task *t, const struct ibmc__hdr *h,
+		      const unsigned char *payload, size_t plen, int is_mcast)
+{
+	if (t->done || t->error)
+		return;
+	if (h->coll != t->coll) {
+		/* Members called different collectives as their n-th on
+		 * this communicator: report it, never mix them. */
+		ibmc_log(IBMC_LOG_ERROR,
+			 "libibmcast: rank %d: communicator %08x collective #%u: this rank called %s, rank %u called %s (collectives must be called in the same order on every member)",
+			 t->comm->rank, t->comm->id, t->seq,
+			 ibmc__coll_name(t->coll), h->src,
+			 ibmc__coll_name(h->coll));
+		t->error = -EPROTO;
+		return;
+	}
+	t->ops->input(t, h, payload, plen, is_mcast);
+}
+
+int64_t ibmc__progress_all(struct ibmc_context *ctx, int64_t now)
+{
+	struct ibmc_comm *c;
+	struct ibmc__task *t, *next;
+	int64_t d = INT64_MAX, td;
+	int rc;
+
+	for (c = ctx->comms; c; c = c->next) {
+		for (t = c->tasks; t; t = next) {
+			next = t->next;
+			rc = t->error ? t->error : t->ops->progress(t, now);
+			if (rc != IBMC_INPROGRESS) {
+				complete(t, rc, now);
+				continue;
+			}
+			td = t->ops->deadline(t);
+			if (td < d)
+				d = td;
+		}
+		if (c->lingering)
+			trim_lingering(c, now);
+	}
+	return d;
+}
+
+int ibmc__wait(struct ibmc_request *req)
+{
+	struct ibmc_context *ctx = req->comm->ctx;
+	int64_t now, d, t;
+	int rc;
+
+	while (!req->done) {
+		now = ibmc__task_now();
+		d = ibmc__progress_all(ctx, now);
+		if (req->done)
+			break;
+		/* Timers are in us, the receive timeout in ms: round up. */
+		t = d == INT64_MAX ? 10 : (d - now + 999) / 1000;
+		if (t < 0)
+			t = 0;
+		if (t > 10)
+			t = 10;
+		rc = ibmc__pump(ctx, (int)t);
+		if (rc && req->task) {
+			req->task->error = rc;	/* the transport died */
+			continue;
+		}
+		/* Let another thread's collective on this context in. */
+		pthread_mutex_unlock(&ctx->lock);
+		pthread_mutex_lock(&ctx->lock);
+	}
+	return req->rc;
+}
+
+struct ibmc__task *ibmc__task_find(struct ibmc_comm *comm, uint32_t seq,
+				   int *lingering)
+{
+	struct ibmc__task *t;
+
+	for (t = comm->tasks; t; t = t->next)
+		if (t->seq == seq) {
+			*lingering = 0;
+			return t;
+		}
+	for (t = comm->lingering; t; t = t->next)
+		if (t->seq == seq) {
+			*lingering = 1;
+			return t;
+		}
+	return NULL;
+}
+
+void ibmc__tasks_free(struct ibmc_comm *comm)
+{
+	struct ibmc__task *t;
+
+	while ((t = comm->tasks))
+		complete(t, -ECANCELED, ibmc__task_now());
+	while ((t = comm->lingering)) {
+		comm->lingering = t->next;
+		task_free(t);
+	}
+	comm->nlinger = 0;
+}
+
+static int any_lingering(const struct ibmc_context *ctx)
+{
+	const struct ibmc_comm *c;
+
+	for (c = ctx->comms; c; c = c->next)
+		if (c->lingering)
+			return 1;
+	return 0;
+}
+
+void ibmc__drain(struct ibmc_context *ctx, int max_ms)
+{
+	int64_t start = ibmc__now_ms(), quiet = start;
+	uint64_t rx;
+
+	while (any_lingering(ctx) && ibmc__now_ms() - start < max_ms &&
+	       ibmc__now_ms() - quiet < DRAIN_QUIET_MS) {
+		rx = ctx->received;
+		if (ibmc__pump(ctx, 5))
+			break;
+		ibmc__progress_all(ctx, ibmc__task_now());
+		if (ctx->received != rx)
+			quiet = ibmc__now_ms();
+	}
+}

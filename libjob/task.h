@@ -1,0 +1,115 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * task.h - one collective in flight on one member, whatever the collective:
+ * the algorithm's operations (start, packet input, progress, timers), the
+ * call's arguments, and what is left of it after it completed.
+ *
+ * Every collective call on a communicator takes the communicator's next
+ * sequence number (one count across all collectives, as MPI orders them
+ * per communicator), so dispatch.c hands each datagram to the task its
+ * (communicator, sequence number) names and never needs to know which
+ * collective it is. A completed task lingers, bounded in number, so that
+ * a peer that missed its last words (a FIN, a round message) still gets
+ * an answer after this member returned.
+ */
+#ifndef IBMCAST_LIBJOB_TASK_H
+#define IBMCAST_LIBJOB_TASK_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "ibmcast/ibmcast.h"
+#include "libjob/wire.h"
+
+struct ibmc_comm;
+struct ibmc_context;
+struct ibmc__task;
+
+/* An algorithm's operations. progress returns 0 (done), IBMC_INPROGRESS
+ * or -errno; late may be NULL (nothing owed after completion). */
+struct ibmc__task_ops {
+	int (*start)(struct ibmc__task *t);
+	void (*input)(struct ibmc__task *t, const struct ibmc__hdr *h,
+		      const unsigned char *payload, size_t plen,
+		      int is_mcast);
+	int (*progress)(struct ibmc__task *t, int64_t now);
+	/* The next timer, us on ibmc__task_now()'s clock; INT64_MAX: none. */
+	int64_t (*deadline)(const struct ibmc__task *t);
+	/* Completed with rc: count it, free what lingering does not need. */
+	void (*complete)(struct ibmc__task *t, int rc);
+	void (*late)(struct ibmc__task *t, const struct ibmc__hdr *h,
+		     const unsigned char *payload, size_t plen, int is_mcast);
+	void (*fini)(struct ibmc__task *t);
+};
+
+/* The call's arguments. */
+struct ibmc__args {
+	void *buf;
+	size_t len;
+	int root;
+	int param;		/* the algorithm's, e.g. the barrier's n */
+};
+
+struct ibmc__task {
+	struct ibmc__task *next;	/* comm's active or lingering list */
+	struct ibmc_comm *comm;
+	const struct ibmc__task_ops *ops;
+	int coll;			/* enum ibmc__coll */
+	int algo;			/* the collective's algorithm id */
+	uint32_t seq;
+	int done, rc;
+	int error;			/* fail with it at the next progress */
+	struct ibmc_request *req;	/* waiting caller, or NULL */
+	int64_t linger_until;		/* us */
+	struct ibmc__args args;
+	void *priv;			/* the algorithm's state */
+};
+
+/* A non-blocking call's handle (ibmc_test(3)). */
+struct ibmc_request {
+	struct ibmc__task *task;	/* NULL once complete */
+	struct ibmc_comm *comm;
+	int done, rc;
+	int heap;			/* freed by test/wait */
+};
+
+/* Monotonic microseconds. */
+int64_t ibmc__task_now(void);
+
+/*
+ * Start a collective on comm (ctx->lock held): takes the next sequence
+ * number, runs ops->start, replays datagrams that came early, and leaves
+ * the task in flight with req (may be NULL) to be told its end. priv is
+ * the task's from here on (freed by ops->fini, or plainly if the task
+ * could not be allocated). 0 or -errno (nothing left in flight then).
+ */
+int ibmc__task_start(struct ibmc_comm *comm, int coll, int algo,
+		     const struct ibmc__task_ops *ops,
+		     const struct ibmc__args *args, void *priv,
+		     struct ibmc_request *req);
+
+/* One datagram for task t (its comm, version and seq matched). */
+void ibmc__task_input(struct ibmc__task *t, const struct ibmc__hdr *h,
+		      const unsigned char *payload, size_t plen, int is_mcast);
+
+/* Move every task of the context on; returns the earliest timer. */
+int64_t ibmc__progress_all(struct ibmc_context *ctx, int64_t now);
+
+/* Progress (pulling datagrams) until req completes; ctx->lock held. */
+int ibmc__wait(struct ibmc_request *req);
+
+/* Free comm's tasks (active ones fail with -ECANCELED). */
+void ibmc__tasks_free(struct ibmc_comm *comm);
+
+/* Find comm's task (active or lingering) for seq, or NULL. */
+struct ibmc__task *ibmc__task_find(struct ibmc_comm *comm, uint32_t seq,
+				   int *lingering);
+
+/*
+ * Serve late datagrams before the context goes away: while comm has
+ * lingering tasks and datagrams keep arriving, pump, for at most max_ms.
+ * ctx->lock held.
+ */
+void ibmc__drain(struct ibmc_context *ctx, int max_ms);
+
+#endif
