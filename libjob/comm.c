@@ -190,7 +190,7 @@ int ibmc_comm_free(ibmc_comm_t *c)
 {
 	struct ibmc_context *ctx;
 
-	if (!c)
+	if (!c || c->zombie)
 		return -EINVAL;
 	ctx = c->ctx;
 	pthread_mutex_lock(&ctx->lock);
@@ -198,7 +198,20 @@ int ibmc_comm_free(ibmc_comm_t *c)
 		pthread_mutex_unlock(&ctx->lock);
 		return -EBUSY;	/* a non-blocking collective in flight */
 	}
-	ibmc__comm_destroy(c);
+	if (!c->lingering) {
+		ibmc__comm_destroy(c);
+		pthread_mutex_unlock(&ctx->lock);
+		return 0;
+	}
+	/* Peers may still ask for this rank's last messages: the group goes
+	 * back to the pool now, the rest when they stopped asking. */
+	if (c->group >= 0) {
+		ctx->ops->mcast_detach(ctx->tr, c->ghandle);
+		ctx->pool_used[c->group] = 0;
+		c->group = -1;
+		c->ghandle = -1;
+	}
+	c->zombie = 1;
 	pthread_mutex_unlock(&ctx->lock);
 	return 0;
 }

@@ -75,6 +75,11 @@ struct ibmc_comm {
 	 * bar_n 0: not measured yet. */
 	int bar_algo, bar_n;
 
+	/* Freed by the caller while peers may still need its last words:
+	 * kept, without its group, answering late packets until its
+	 * lingering tasks expire (task.c) or the context is finalized. */
+	int zombie;
+
 	struct ibmc__early *early;	/* for collectives not entered yet */
 	int early_count;
 	size_t early_bytes;

@@ -58,7 +58,8 @@ libjob_tests = \
 	tests/libjob/test_exports \
 	tests/libjob/test_bcast \
 	tests/libjob/test_bcast_loss \
-	tests/libjob/test_bcast_fallback
+	tests/libjob/test_bcast_fallback \
+	tests/libjob/test_barrier
 check_PROGRAMS += $(libjob_tests)
 TESTS += $(libjob_tests)
 libjob_test_ldadd = libjob/libibmcast_core.la common/libibmcast_common.la \
@@ -78,5 +79,8 @@ tests_libjob_test_bcast_loss_LDADD = $(libjob_test_ldadd)
 tests_libjob_test_bcast_fallback_SOURCES = \
 	tests/libjob/test_bcast_fallback.c $(libjob_test_helpers)
 tests_libjob_test_bcast_fallback_LDADD = $(libjob_test_ldadd)
+tests_libjob_test_barrier_SOURCES = tests/libjob/test_barrier.c \
+	$(libjob_test_helpers)
+tests_libjob_test_barrier_LDADD = $(libjob_test_ldadd)
 
 include $(srcdir)/libjob/transports.mk

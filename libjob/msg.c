@@ -11,7 +11,8 @@
 #include "libjob/rtt.h"
 #include "libjob/send.h"
 
-#define PULL_MAX_US 100000	/* longest wait between pulls */
+#define PULL_MAX_US 20000	/* longest wait between pulls: they are small,
+				 * and a slow pull stalls every later round */
 
 int ibmc__msgs_init(struct ibmc__msgs *m, struct ibmc__task *t, int nslots)
 {
@@ -48,6 +49,17 @@ void ibmc__msgs_fini(struct ibmc__msgs *m)
 	m->nslots = 0;
 }
 
+/* How long the n-th pull of a slot waits: the measured pull round trip
+ * (else IBMCAST_BCAST_RTO_MS), doubling, at most PULL_MAX_US. */
+static int64_t pull_wait(const struct ibmc_comm *c, int n)
+{
+	int64_t w = ibmc__rtt_rto(&c->msg_rtt,
+				  (int64_t)c->ctx->env.rto_ms * 1000)
+		    << (n < 3 ? n : 3);
+
+	return w < PULL_MAX_US ? w : PULL_MAX_US;
+}
+
 void ibmc__msgs_expect(struct ibmc__msgs *m, int slot, int peer)
 {
 	if (slot >= 0 && slot < m->nslots)
@@ -65,8 +77,7 @@ void ibmc__msgs_wait(struct ibmc__msgs *m, int slot, int64_t now)
 	if (in->got || in->wait_since)
 		return;
 	in->wait_since = now;
-	in->next_pull = now + ibmc__rtt_rto(&c->msg_rtt,
-					    (int64_t)c->ctx->env.rto_ms * 1000);
+	in->next_pull = now + pull_wait(c, 0);
 }
 
 int ibmc__msgs_got(const struct ibmc__msgs *m, int slot)
@@ -89,13 +100,14 @@ static void fill_hdr(const struct ibmc__msgs *m, struct ibmc__hdr *h,
 	h->a = (uint32_t)slot;
 }
 
-static int send_out(struct ibmc__msgs *m, int slot)
+static int send_out(struct ibmc__msgs *m, int slot, int retx)
 {
 	struct ibmc__msg_out *o = &m->out[slot];
 	struct ibmc__hdr h;
 
 	fill_hdr(m, &h, IBMC__K_MSG, slot);
 	h.b = o->word;
+	h.flags = retx ? IBMC__F_RETX : 0;
 	return ibmc__send_pkt(m->task->comm, o->peer, &h, o->data, o->len);
 }
 
@@ -118,7 +130,7 @@ int ibmc__msgs_send(struct ibmc__msgs *m, int slot, int peer, uint32_t word,
 	}
 	o->sent = 1;
 	/* Lost or not, the slot is sent: a pull brings it again. */
-	send_out(m, slot);
+	send_out(m, slot, 0);
 	return 0;
 }
 
@@ -135,7 +147,7 @@ int ibmc__msgs_input(struct ibmc__msgs *m, const struct ibmc__hdr *h,
 		struct ibmc__msg_out *o = &m->out[h->a];
 
 		if (o->sent && o->peer == (int)h->src)
-			send_out(m, (int)h->a);
+			send_out(m, (int)h->a, 1);
 		return 0;
 	}
 	if (h->kind != IBMC__K_MSG)
@@ -153,8 +165,10 @@ int ibmc__msgs_input(struct ibmc__msgs *m, const struct ibmc__hdr *h,
 	in->got = 1;
 	in->word = h->b;
 	now = ibmc__task_now();
-	/* A slot pulled once: the pull's round trip. */
-	if (in->npull == 1 && now > in->first_pull)
+	/* An answer to our only pull: its round trip (a first send that
+	 * was merely late says nothing about the network). */
+	if ((h->flags & IBMC__F_RETX) && in->npull == 1 &&
+	    now > in->first_pull)
 		ibmc__rtt_sample(&c->msg_rtt, now - in->first_pull);
 	return 1;
 }
@@ -162,7 +176,7 @@ int ibmc__msgs_input(struct ibmc__msgs *m, const struct ibmc__hdr *h,
 int64_t ibmc__msgs_progress(struct ibmc__msgs *m, int64_t now)
 {
 	struct ibmc_comm *c = m->task->comm;
-	int64_t next = INT64_MAX, w;
+	int64_t next = INT64_MAX;
 	struct ibmc__hdr h;
 	int i;
 
@@ -179,11 +193,7 @@ int64_t ibmc__msgs_progress(struct ibmc__msgs *m, int64_t now)
 				in->first_pull = now;
 			if (in->npull < 16)
 				in->npull++;
-			w = ibmc__rtt_rto(&c->msg_rtt,
-					  (int64_t)c->ctx->env.rto_ms * 1000)
-			    << (in->npull < 6 ? in->npull : 6);
-			in->next_pull = now + (w < PULL_MAX_US ? w :
-					       PULL_MAX_US);
+			in->next_pull = now + pull_wait(c, in->npull);
 		}
 		if (in->next_pull < next)
 			next = in->next_pull;

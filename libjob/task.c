@@ -23,8 +23,10 @@
  * communicator are ordered, so peers are never far behind. */
 #define LINGER_MAX 8
 #define LINGER_US 10000000
-/* Finalize: serve late packets until none came for this long. */
-#define DRAIN_QUIET_MS 50
+/* Finalize: serve late packets until none came for this long: several
+ * of the peers' longest retry intervals (20 ms), so that even under 20%
+ * loss a peer still asking is heard. */
+#define DRAIN_QUIET_MS 150
 
 int64_t ibmc__task_now(void)
 {
@@ -148,7 +150,10 @@ int64_t ibmc__progress_all(struct ibmc_context *ctx, int64_t now)
 	int64_t d = INT64_MAX, td;
 	int rc;
 
-	for (c = ctx->comms; c; c = c->next) {
+	struct ibmc_comm *cnext;
+
+	for (c = ctx->comms; c; c = cnext) {
+		cnext = c->next;
 		for (t = c->tasks; t; t = next) {
 			next = t->next;
 			rc = t->error ? t->error : t->ops->progress(t, now);
@@ -162,6 +167,8 @@ int64_t ibmc__progress_all(struct ibmc_context *ctx, int64_t now)
 		}
 		if (c->lingering)
 			trim_lingering(c, now);
+		if (c->zombie && !c->lingering)
+			ibmc__comm_destroy(c);	/* nothing owed any more */
 	}
 	return d;
 }

@@ -29,7 +29,9 @@
 
 #define SLOT_ARRIVE 0
 #define SLOT_RELEASE 1
-#define REPORT_MAX_US 100000	/* longest wait between reports */
+/* Longest wait between reports: they are small, and the measured delay
+ * includes the wait for the last rank to arrive, so it can grow long. */
+#define REPORT_MAX_US 20000
 
 struct mrel {
 	struct ibmc__tree tree;
@@ -76,8 +78,10 @@ static int64_t report_rto(const struct ibmc__task *t, const struct mrel *m)
 
 	while ((1 << levels) < c->size)
 		levels++;
+	int64_t rto = ibmc__rtt_rto(&c->rel_rtt, base * (levels + 1));
+
 	(void)m;
-	return ibmc__rtt_rto(&c->rel_rtt, base * (levels + 1));
+	return rto < REPORT_MAX_US ? rto : REPORT_MAX_US;
 }
 
 static int start(struct ibmc__task *t)
@@ -138,7 +142,7 @@ static int progress(struct ibmc__task *t, int64_t now)
 		t->comm->st.pulls++;
 		if (m->resends < 16)
 			m->resends++;
-		w = report_rto(t, m) << (m->resends < 6 ? m->resends : 6);
+		w = report_rto(t, m) << (m->resends < 3 ? m->resends : 3);
 		m->next_report = now + (w < REPORT_MAX_US ? w : REPORT_MAX_US);
 	}
 	if (timeout && ibmc__now_ms() - m->last_progress > timeout)

@@ -17,7 +17,9 @@ int main(void)
 		"ibmc_comm_rank", "ibmc_comm_size", "ibmc_comm_mcast_state",
 		"ibmc_bcast", "ibmc_comm_set_bcast_algo",
 		"ibmc_comm_last_bcast_algo", "ibmc_comm_get_stats",
-		"ibmc_strerror",
+		"ibmc_strerror", "ibmc_ibcast", "ibmc_barrier",
+		"ibmc_ibarrier", "ibmc_test", "ibmc_wait",
+		"ibmc_comm_set_algo", "ibmc_comm_last_algo",
 	};
 	static const char *const priv[] = {
 		"ibmc__tr_find", "ibmc__loopback_set_faults", "ibmc__pump",
