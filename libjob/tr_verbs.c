@@ -19,10 +19,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <infiniband/verbs.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "libjob/transport.h"
 #include "libjob/ud_addr.h"
@@ -77,14 +77,6 @@ struct ibmc_tr {
 	struct verbs_group *groups;
 	int ngroups;
 };
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static size_t mtu_bytes(enum ibv_mtu m)
 {
@@ -496,8 +488,8 @@ static int post_send(struct ibmc_tr *tr, struct ibv_ah *ah, uint32_t qpn,
 	/* A UD send queue drains at link speed; wait a little if full. */
 	while (tr->inflight >= NSEND) {
 		if (until < 0)
-			until = now_ms() + SEND_WAIT_MS;
-		else if (now_ms() > until)
+			until = ibmc__now_ms() + SEND_WAIT_MS;
+		else if (ibmc__now_ms() > until)
 			return -EAGAIN;
 		rc = reap_sends(tr);
 		if (rc)
@@ -619,8 +611,8 @@ static int verbs_mcast_detach(struct ibmc_tr *tr, int group)
 	rc = ibv_detach_mcast(tr->qp, &g->mgid, g->mlid);
 	/* sends posted through the AH may still be in flight: a UD send
 	 * completes at link speed, so this wait is short and bounded */
-	until = now_ms() + SEND_WAIT_MS;
-	while (tr->inflight && reap_sends(tr) == 0 && now_ms() < until)
+	until = ibmc__now_ms() + SEND_WAIT_MS;
+	while (tr->inflight && reap_sends(tr) == 0 && ibmc__now_ms() < until)
 		;
 	ibv_destroy_ah(g->ah);
 	g->ah = NULL;
@@ -674,7 +666,7 @@ static int wait_event(struct ibmc_tr *tr, int timeout_ms)
 static int verbs_recv(struct ibmc_tr *tr, struct ibmc_tr_pkt *pkt,
 		      int timeout_ms)
 {
-	int64_t deadline = timeout_ms > 0 ? now_ms() + timeout_ms : -1;
+	int64_t deadline = timeout_ms > 0 ? ibmc__now_ms() + timeout_ms : -1;
 	struct ibv_wc wc;
 	uint8_t *slot;
 	int rc, left;
@@ -694,7 +686,7 @@ static int verbs_recv(struct ibmc_tr *tr, struct ibmc_tr_pkt *pkt,
 				return -ETIMEDOUT;
 			left = -1;
 			if (deadline >= 0) {
-				int64_t d = deadline - now_ms();
+				int64_t d = deadline - ibmc__now_ms();
 
 				if (d <= 0)
 					return -ETIMEDOUT;
