@@ -15,6 +15,7 @@
 
 #include "common/log.h"
 #include "common/mgid.h"
+#include "common/parse.h"
 #include "libjob/env.h"
 #include "libjob/wire.h"
 
@@ -121,7 +122,6 @@ static void read_pool(struct ibmc__env *e)
 	const char *groups = getenv("IBMCAST_GROUPS");
 	const char *ng = getenv("IBMCAST_NGROUPS");
 	const char *p;
-	char *end;
 	long want = -1;
 
 	if (!reason || !*reason)
@@ -140,9 +140,7 @@ static void read_pool(struct ibmc__env *e)
 		return mcast_off(e, -EINVAL,
 				 "IBMCAST_STATE is malformed: \"%.40s\"", state);
 	if (ng && *ng) {
-		errno = 0;
-		want = strtol(ng, &end, 10);
-		if (errno || *end || want < 0 || want > IBMC__MAX_GROUPS)
+		if (ibmc__parse_long(ng, 10, 0, IBMC__MAX_GROUPS, &want))
 			return mcast_off(e, -EINVAL,
 					 "IBMCAST_NGROUPS is malformed: \"%.20s\"",
 					 ng);
@@ -187,20 +185,15 @@ static void read_pool(struct ibmc__env *e)
 static int knob(const char *name, long lo, long hi, long def, long *out)
 {
 	const char *s = getenv(name);
-	char *end;
-	long v;
 
 	*out = def;
 	if (!s || !*s)
 		return 0;
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || *end || v < lo || v > hi) {
+	if (ibmc__parse_long(s, 10, lo, hi, out)) {
 		ibmc_log(IBMC_LOG_ERROR, "libibmcast: %s=\"%s\" is not in %ld..%ld",
 			 name, s, lo, hi);
 		return -EINVAL;
 	}
-	*out = v;
 	return 0;
 }
 
@@ -232,12 +225,9 @@ int ibmc__env_read(struct ibmc__env *e)
 	e->hub = s && *s ? s : "default";
 	s = getenv("IBMCAST_JOB");
 	if (s && *s) {
-		char *end;
 		unsigned long j;
 
-		errno = 0;
-		j = strtoul(s, &end, 10);
-		if (!errno && !*end && j <= 0xffffffffUL)
+		if (!ibmc__parse_ulong(s, 10, 0, 0xffffffffUL, &j))
 			e->job = (uint32_t)j;
 	}
 	read_pool(e);

@@ -17,6 +17,7 @@
 #include <infiniband/umad.h>
 
 #include "common/clock.h"
+#include "common/parse.h"
 #include "osm-plugin/smp_wire.h"
 
 #define SMP_CLASS_LID	0x01	/* LID-routed subnet management */
@@ -319,17 +320,13 @@ static int serve_one(struct smpd *d)
 
 static int parse_fd(int argc, char **argv)
 {
-	char *end;
 	long v;
 
 	if (argc == 1)
 		return 3;
-	if (argc == 3 && !strcmp(argv[1], "--fd")) {
-		errno = 0;
-		v = strtol(argv[2], &end, 10);
-		if (!errno && *argv[2] && !*end && v >= 0 && v < 65536)
-			return (int)v;
-	}
+	if (argc == 3 && !strcmp(argv[1], "--fd") &&
+	    !ibmc__parse_long(argv[2], 10, 0, 65535, &v))
+		return (int)v;
 	fprintf(stderr, "usage: ibmcast-smpd [--fd N]\n"
 		"Serves MFT block reads to the ibmcast OpenSM plugin over a "
 		"SOCK_SEQPACKET socket (default fd 3).\n");

@@ -20,6 +20,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "common/parse.h"
 #include "sim-fabric/dataplane.h"
 
 static struct dataplane *the_dp;
@@ -65,12 +66,9 @@ static int listen_unix(const char *path, int type)
 
 static long num_opt(const char *s, const char *what, long lo, long hi)
 {
-	char *end;
 	long v;
 
-	errno = 0;
-	v = strtol(s, &end, 0);
-	if (errno || *end || v < lo || v > hi) {
+	if (ibmc__parse_long(s, 0, lo, hi, &v)) {
 		fprintf(stderr, "ibmcast-dataplane: bad %s '%s' (%ld..%ld)\n",
 			what, s, lo, hi);
 		exit(2);

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -18,6 +19,7 @@
 #include <jansson.h>
 
 #include "common/clock.h"
+#include "common/parse.h"
 
 #define MLID_BASE	0xc000u
 #define MLID_TOP	0xffffu
@@ -710,14 +712,12 @@ out:
 
 static int add_mlids(struct watch *w, char *arg)
 {
-	char *tok, *save = NULL, *end;
+	char *tok, *save = NULL;
 	unsigned long v;
 
 	for (tok = strtok_r(arg, ",", &save); tok;
 	     tok = strtok_r(NULL, ",", &save)) {
-		errno = 0;
-		v = strtoul(tok, &end, 0);
-		if (errno || *end || v < MLID_BASE || v > MLID_TOP) {
+		if (ibmc__parse_ulong(tok, 0, MLID_BASE, MLID_TOP, &v)) {
 			fprintf(stderr, "ibmcast-mftwatch: bad MLID \"%s\" "
 				"(0xc000-0xffff)\n", tok);
 			return -EINVAL;
@@ -736,12 +736,9 @@ static int add_mlids(struct watch *w, char *arg)
 
 static long num_arg(const char *s, const char *what)
 {
-	char *end;
 	long v;
 
-	errno = 0;
-	v = strtol(s, &end, 0);
-	if (errno || *end || v < 0) {
+	if (ibmc__parse_long(s, 0, 0, LONG_MAX, &v)) {
 		fprintf(stderr, "ibmcast-mftwatch: bad %s \"%s\"\n", what, s);
 		exit(EXIT_ERR);
 	}
