@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/parse.h"
 
@@ -64,4 +65,14 @@ int ibmc__parse_ulong(const char *s, int base, unsigned long lo,
 	if (!rc)
 		*out = v;
 	return rc;
+}
+
+int ibmc__parse_hex(const char *s, unsigned long lo, unsigned long hi,
+		    unsigned long *out)
+{
+	/* Base 16 would also take a second prefix: "0x0x1" is refused. */
+	if (!s || s[0] != '0' || (s[1] != 'x' && s[1] != 'X') ||
+	    !s[2] || s[2 + strspn(s + 2, "0123456789abcdefABCDEF")])
+		return -EINVAL;
+	return ibmc__parse_ulong(s + 2, 16, lo, hi, out);
 }

@@ -16,4 +16,10 @@ int ibmc__parse_long(const char *s, int base, long lo, long hi, long *out);
 int ibmc__parse_ulong(const char *s, int base, unsigned long lo,
 		      unsigned long hi, unsigned long *out);
 
+/* A hex number written with its 0x (or 0X) prefix, as the SM's replies
+ * and IBMCAST_GROUPS carry them: "0x" then hex digits only. Returns as
+ * ibmc__parse_ulong() does. */
+int ibmc__parse_hex(const char *s, unsigned long lo, unsigned long hi,
+		    unsigned long *out);
+
 #endif

@@ -59,7 +59,9 @@ static void ulong_bad(const char *s, int base, unsigned long lo,
 
 int main(void)
 {
-	tap_plan(36);
+	unsigned long u = 0;
+
+	tap_plan(46);
 
 	long_ok("0", 10, 0, 10, 0);
 	long_ok("10", 10, 0, 10, 10);
@@ -100,6 +102,23 @@ int main(void)
 	ulong_bad("4294967296", 10, 0, 0xffffffffUL, -ERANGE);
 	ulong_bad("0", 10, 1, 10, -ERANGE);
 	ulong_bad("18446744073709551616", 10, 0, ULONG_MAX, -ERANGE);
+
+	tap_is_int(ibmc__parse_hex("0xc001", 0, 0xffff, &u), 0, "hex 0xc001");
+	tap_is_int(u, 0xc001, "  ... is 0xc001");
+	tap_is_int(ibmc__parse_hex("0XFFFF", 0, 0xffff, &u), 0, "hex 0XFFFF");
+	tap_is_int(ibmc__parse_hex("0x1ffff", 0, 0xffff, &u), -ERANGE,
+		   "hex above hi");
+	tap_is_int(ibmc__parse_hex("c001", 0, 0xffff, &u), -EINVAL,
+		   "hex without 0x");
+	tap_is_int(ibmc__parse_hex("0x", 0, 0xffff, &u), -EINVAL,
+		   "hex with nothing after 0x");
+	tap_is_int(ibmc__parse_hex("0x0x1", 0, 0xffff, &u), -EINVAL,
+		   "hex with two prefixes");
+	tap_is_int(ibmc__parse_hex("0x-1", 0, ULONG_MAX, &u), -EINVAL,
+		   "hex with a sign");
+	tap_is_int(ibmc__parse_hex("0xc00g", 0, 0xffff, &u), -EINVAL,
+		   "hex with junk");
+	tap_is_int(ibmc__parse_hex(NULL, 0, 0xffff, &u), -EINVAL, "hex NULL");
 
 	return tap_done();
 }
