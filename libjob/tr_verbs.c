@@ -26,17 +26,12 @@
 #include "common/log.h"
 #include "libjob/transport.h"
 #include "libjob/ud_addr.h"
+#include "libjob/ud_peers.h"
 
 #define GRH_LEN 40	/* UD receives always start with room for a GRH */
 #define NRECV 512	/* receive ring: absorbs a window of fragments */
 #define NSEND 128	/* send slots (registered copies of the iovecs) */
 #define SEND_WAIT_MS 2000	/* a full send queue that never drains */
-
-struct verbs_peer {
-	struct ibv_ah *ah;
-	uint16_t lid;
-	uint32_t qpn;
-};
 
 struct verbs_group {
 	struct ibv_ah *ah;
@@ -72,8 +67,7 @@ struct ibmc_tr {
 	unsigned inflight;	/* posted, not yet completed */
 	int send_err;		/* a failed send completion, reported once */
 
-	struct verbs_peer *peers;
-	int npeers, peers_cap;
+	struct ibmc_ud_peers peers;
 	struct verbs_group *groups;
 	int ngroups;
 };
@@ -360,9 +354,9 @@ static void verbs_close(struct ibmc_tr *tr)
 		if (g->ah)
 			ibv_destroy_ah(g->ah);
 	}
-	for (i = 0; i < tr->npeers; i++)
-		if (tr->peers[i].ah)
-			ibv_destroy_ah(tr->peers[i].ah);
+	for (i = 0; i < tr->peers.n; i++)
+		if (tr->peers.v[i].ah)
+			ibv_destroy_ah(tr->peers.v[i].ah);
 	if (tr->qp)
 		ibv_destroy_qp(tr->qp);
 	if (tr->rcq && tr->unacked)
@@ -383,7 +377,7 @@ static void verbs_close(struct ibmc_tr *tr)
 		ibv_close_device(tr->ctx);
 	free(tr->rbuf);
 	free(tr->sbuf);
-	free(tr->peers);
+	ibmc__ud_peers_free(&tr->peers);
 	free(tr->groups);
 	free(tr);
 }
@@ -405,28 +399,16 @@ static size_t verbs_mtu(struct ibmc_tr *tr)
 static int verbs_peer_add(struct ibmc_tr *tr, const struct ibmc_tr_addr *addr)
 {
 	struct ibv_ah_attr aa = { .sl = 0, .port_num = tr->port };
-	struct verbs_peer p = { 0 };
 	struct ibmc_ud_addr ud;
+	struct ibv_ah *ah;
 	int i;
 
 	if (ibmc__ud_addr_unpack(addr, &ud))
 		return -EINVAL;
-	p.lid = ud.lid;
-	p.qpn = ud.qpn;
-	for (i = 0; i < tr->npeers; i++)
-		if (tr->peers[i].lid == p.lid && tr->peers[i].qpn == p.qpn)
-			return i;
-	if (tr->npeers == tr->peers_cap) {
-		int cap = tr->peers_cap * 2 + 16;
-		struct verbs_peer *np = realloc(tr->peers,
-						sizeof(*np) * (size_t)cap);
-
-		if (!np)
-			return -ENOMEM;
-		tr->peers = np;
-		tr->peers_cap = cap;
-	}
-	aa.dlid = p.lid;
+	i = ibmc__ud_peers_find(&tr->peers, ud.lid, ud.qpn);
+	if (i >= 0)
+		return i;
+	aa.dlid = ud.lid;
 	/* Another subnet (its GID prefix differs): route by GRH. */
 	if (memcmp(ud.gid, tr->gid.raw, 8)) {
 		aa.is_global = 1;
@@ -434,16 +416,18 @@ static int verbs_peer_add(struct ibmc_tr *tr, const struct ibmc_tr_addr *addr)
 		aa.grh.sgid_index = 0;
 		aa.grh.hop_limit = 64;
 	}
-	p.ah = ibv_create_ah(tr->pd, &aa);
-	if (!p.ah) {
+	ah = ibv_create_ah(tr->pd, &aa);
+	if (!ah) {
 		int rc = errno ? -errno : -ENOMEM;
 
 		ibmc_log(IBMC_LOG_ERROR, "verbs: ibv_create_ah for LID 0x%x: "
-			 "%s", p.lid, strerror(-rc));
+			 "%s", ud.lid, strerror(-rc));
 		return rc;
 	}
-	tr->peers[tr->npeers] = p;
-	return tr->npeers++;
+	i = ibmc__ud_peers_add(&tr->peers, ud.lid, ud.qpn, ah);
+	if (i < 0)
+		ibv_destroy_ah(ah);
+	return i;
 }
 
 /* Reclaims completed sends; returns -EIO once if one failed. */
@@ -528,10 +512,11 @@ static int post_send(struct ibmc_tr *tr, struct ibv_ah *ah, uint32_t qpn,
 static int verbs_send(struct ibmc_tr *tr, int peer, const struct iovec *iov,
 		      int iovcnt)
 {
-	if (peer < 0 || peer >= tr->npeers)
+	const struct ibmc_ud_peer *p = ibmc__ud_peers_get(&tr->peers, peer);
+
+	if (!p)
 		return -EINVAL;
-	return post_send(tr, tr->peers[peer].ah, tr->peers[peer].qpn,
-			 tr->qkey, tr->mtu, iov, iovcnt);
+	return post_send(tr, p->ah, p->qpn, tr->qkey, tr->mtu, iov, iovcnt);
 }
 
 static int verbs_mcast_supported(struct ibmc_tr *tr)
