@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/fnv.h"
 #include "common/hostlist.h"
 
 #define NAME_MAX_LEN 63
@@ -182,20 +183,11 @@ struct nameset {
 	size_t mask;
 };
 
-static uint64_t hash_mem(const char *s, size_t n)
-{
-	uint64_t h = 1469598103934665603ULL; /* FNV-1a */
-
-	while (n--)
-		h = (h ^ (unsigned char)*s++) * 1099511628211ULL;
-	return h;
-}
-
 /* True if name was new (and is now recorded as names[idx]). */
 static bool nameset_add(struct nameset *set, char **names, size_t idx)
 {
-	size_t i = (size_t)hash_mem(names[idx], strlen(names[idx])) &
-		   set->mask;
+	size_t i = (size_t)ibmc__fnv1a64(IBMC__FNV64_INIT, names[idx],
+					 strlen(names[idx])) & set->mask;
 
 	while (set->slots[i]) {
 		if (!strcmp(names[set->slots[i] - 1], names[idx]))
@@ -525,7 +517,8 @@ char *ibmc__hostlist_compress(char *const *names, size_t count)
 		v[i].order = i;
 		if (!v[i].ndig)
 			continue;
-		h = (size_t)hash_mem(names[i], v[i].plen) & (slots - 1);
+		h = (size_t)ibmc__fnv1a64(IBMC__FNV64_INIT, names[i],
+					  v[i].plen) & (slots - 1);
 		while (first[h] && !same_prefix(&v[first[h] - 1], &v[i]))
 			h = (h + 1) & (slots - 1);
 		if (first[h])

@@ -20,6 +20,7 @@
 
 #include "common/clock.h"
 #include "common/net.h"
+#include "common/parse.h"
 
 /* Milliseconds left before deadline (-1: none), for poll(). */
 static int left_ms(int64_t deadline)
@@ -44,12 +45,8 @@ static int64_t deadline_after(int timeout_ms)
 static int parse_port(const char *s, char port[16])
 {
 	unsigned long v;
-	char *end;
 
-	if (!*s || strlen(s) > 5 || s[strspn(s, "0123456789")])
-		return -EINVAL;
-	v = strtoul(s, &end, 10);
-	if (v > 65535)
+	if (ibmc__parse_ulong(s, 10, 0, 65535, &v))
 		return -EINVAL;
 	snprintf(port, 16, "%lu", v);
 	return 0;

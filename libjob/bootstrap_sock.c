@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "common/log.h"
+#include "common/parse.h"
 #include "ibmcast/ibmcast.h"
 #include "libjob/bootstrap.h"
 #include "libjob/bootstrap_wire.h"
@@ -68,14 +69,11 @@ static int read_full(int fd, void *buf, size_t len)
 static int env_int(const char *name, long lo, long hi, int *out)
 {
 	const char *s = getenv(name);
-	char *end;
 	long v;
 
 	if (!s || !*s)
 		return -ENOENT;
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || *end || v < lo || v > hi) {
+	if (ibmc__parse_long(s, 10, lo, hi, &v)) {
 		ibmc_log(IBMC_LOG_ERROR, "bootstrap: %s='%s' is not a number "
 			 "in %ld..%ld", name, s, lo, hi);
 		return -EINVAL;

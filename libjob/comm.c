@@ -10,20 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/fnv.h"
 #include "common/log.h"
 #include "libjob/comm.h"
 #include "libjob/dispatch.h"
-
-static uint32_t fnv1a(uint32_t h, const void *p, size_t n)
-{
-	const unsigned char *b = p;
-
-	while (n--) {
-		h ^= *b++;
-		h *= 16777619u;
-	}
-	return h;
-}
 
 /*
  * A communicator's id must be equal on all its members without asking
@@ -33,12 +23,13 @@ static uint32_t fnv1a(uint32_t h, const void *p, size_t n)
  */
 static int comm_identity(struct ibmc_context *ctx, struct ibmc_comm *c)
 {
-	uint32_t h = fnv1a(2166136261u, &c->size, sizeof(c->size)), count;
+	uint32_t h = ibmc__fnv1a32(IBMC__FNV32_INIT, &c->size, sizeof(c->size));
+	uint32_t count;
 	void *grown;
 	int i;
 
 	for (i = 0; i < c->size; i++)
-		h = fnv1a(h, &c->members[i], sizeof(c->members[i]));
+		h = ibmc__fnv1a32(h, &c->members[i], sizeof(c->members[i]));
 	c->version = h ? h : 1;
 	for (i = 0; i < ctx->nids; i++)
 		if (ctx->ids[i].hash == h)
@@ -53,7 +44,7 @@ static int comm_identity(struct ibmc_context *ctx, struct ibmc_comm *c)
 		ctx->nids++;
 	}
 	count = ctx->ids[i].count++;
-	c->id = fnv1a(h, &count, sizeof(count));
+	c->id = ibmc__fnv1a32(h, &count, sizeof(count));
 	return 0;
 }
 

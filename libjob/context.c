@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/fnv.h"
 #include "common/log.h"
 #include "common/mgid.h"
 #include "libjob/comm.h"
@@ -32,15 +33,10 @@ struct card {
 
 static uint32_t pool_hash(const struct ibmc__env *e)
 {
-	const unsigned char *p = (const void *)e->groups;
 	size_t n = sizeof(e->groups[0]) * (size_t)e->ngroups;
-	uint32_t h = 2166136261u;
 
-	while (n--) {
-		h ^= *p++;
-		h *= 16777619u;
-	}
-	return h ^ (uint32_t)e->ngroups;
+	return ibmc__fnv1a32(IBMC__FNV32_INIT, e->groups, n) ^
+	       (uint32_t)e->ngroups;
 }
 
 static const struct ibmc_tr_ops *pick_transport(const struct ibmc__env *e)

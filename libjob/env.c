@@ -14,69 +14,10 @@
 #include <unistd.h>
 
 #include "common/log.h"
-#include "common/mgid.h"
+#include "common/parse.h"
 #include "libjob/coll/coll.h"
 #include "libjob/env.h"
 #include "libjob/wire.h"
-
-/* A hex number with the 0x prefix the plugin always writes. */
-static int parse_hex(const char *s, size_t n, unsigned long max,
-		     unsigned long *out)
-{
-	char buf[24], *end;
-
-	if (n < 3 || n >= sizeof(buf) || s[0] != '0' ||
-	    (s[1] != 'x' && s[1] != 'X'))
-		return -EINVAL;
-	memcpy(buf, s, n);
-	buf[n] = 0;
-	errno = 0;
-	*out = strtoul(buf + 2, &end, 16);
-	if (errno || *end || end == buf + 2 || *out > max)
-		return -EINVAL;
-	return 0;
-}
-
-int ibmc__group_parse(const char *s, struct ibmc_tr_group *g)
-{
-	const char *f[5], *p = s;
-	size_t n[5];
-	char mgid[64], *end;
-	unsigned long v;
-	int i;
-
-	for (i = 0; i < 5; i++) {
-		const char *slash = strchr(p, '/');
-
-		f[i] = p;
-		n[i] = slash ? (size_t)(slash - p) : strlen(p);
-		if (!n[i] || (i < 4) != !!slash)
-			return -EINVAL;
-		p = slash ? slash + 1 : p + n[i];
-	}
-	if (n[0] >= sizeof(mgid))
-		return -EINVAL;
-	memcpy(mgid, f[0], n[0]);
-	mgid[n[0]] = 0;
-	if (ibmc__mgid_parse(mgid, g->mgid) || g->mgid[0] != 0xff)
-		return -EINVAL;
-	if (parse_hex(f[1], n[1], 0xfffe, &v) || v < 0xc000)
-		return -EINVAL;
-	g->mlid = (uint16_t)v;
-	if (parse_hex(f[2], n[2], 0xffffffffUL, &v))
-		return -EINVAL;
-	g->qkey = (uint32_t)v;
-	if (parse_hex(f[3], n[3], 0xffff, &v))
-		return -EINVAL;
-	g->pkey = (uint16_t)v;
-	errno = 0;
-	v = strtoul(f[4], &end, 10);
-	if (errno || *end || end == f[4] ||
-	    (v != 256 && v != 512 && v != 1024 && v != 2048 && v != 4096))
-		return -EINVAL;
-	g->mtu = (uint32_t)v;
-	return 0;
-}
 
 static void mcast_off(struct ibmc__env *e, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -97,9 +38,9 @@ static void read_pool(struct ibmc__env *e)
 	const char *reason = getenv("IBMCAST_REASON");
 	const char *groups = getenv("IBMCAST_GROUPS");
 	const char *ng = getenv("IBMCAST_NGROUPS");
-	const char *p;
-	char *end;
+	const char *at;
 	long want = -1;
+	int rc;
 
 	if (!reason || !*reason)
 		reason = "no reason given";
@@ -117,9 +58,7 @@ static void read_pool(struct ibmc__env *e)
 		return mcast_off(e, -EINVAL,
 				 "IBMCAST_STATE is malformed: \"%.40s\"", state);
 	if (ng && *ng) {
-		errno = 0;
-		want = strtol(ng, &end, 10);
-		if (errno || *end || want < 0 || want > IBMC__MAX_GROUPS)
+		if (ibmc__parse_long(ng, 10, 0, IBMC__MAX_GROUPS, &want))
 			return mcast_off(e, -EINVAL,
 					 "IBMCAST_NGROUPS is malformed: \"%.20s\"",
 					 ng);
@@ -127,32 +66,25 @@ static void read_pool(struct ibmc__env *e)
 	if (!groups || !*groups)
 		return mcast_off(e, -ENOENT,
 				 "job state is ready but IBMCAST_GROUPS is empty");
-	for (p = groups; *p;) {
-		const char *sp = strchr(p, ' ');
-		size_t n = sp ? (size_t)(sp - p) : strlen(p);
-		char one[128];
+	rc = ibmc__groups_parse(groups, e->groups, IBMC__MAX_GROUPS,
+				&e->ngroups, &at);
+	if (rc == -E2BIG)
+		return mcast_off(e, -EINVAL,
+				 "IBMCAST_GROUPS has more than %d groups",
+				 IBMC__MAX_GROUPS);
+	if (rc && !*at)
+		return mcast_off(e, -EINVAL,
+				 "IBMCAST_GROUPS ends with a space");
+	if (rc && *at == ' ')
+		return mcast_off(e, -EINVAL,
+				 "IBMCAST_GROUPS is malformed near \"%.30s\"",
+				 at);
+	if (rc) {
+		size_t len = strcspn(at, " ");
 
-		if (e->ngroups == IBMC__MAX_GROUPS)
-			return mcast_off(e, -EINVAL,
-					 "IBMCAST_GROUPS has more than %d groups",
-					 IBMC__MAX_GROUPS);
-		if (!n || n >= sizeof(one))
-			return mcast_off(e, -EINVAL,
-					 "IBMCAST_GROUPS is malformed near \"%.30s\"",
-					 p);
-		memcpy(one, p, n);
-		one[n] = 0;
-		if (ibmc__group_parse(one, &e->groups[e->ngroups]))
-			return mcast_off(e, -EINVAL,
-					 "IBMCAST_GROUPS entry %d is malformed: \"%.60s\"",
-					 e->ngroups + 1, one);
-		e->ngroups++;
-		p += n;
-		if (*p == ' ' && !p[1])
-			return mcast_off(e, -EINVAL,
-					 "IBMCAST_GROUPS ends with a space");
-		if (*p)
-			p++;
+		return mcast_off(e, -EINVAL,
+				 "IBMCAST_GROUPS entry %d is malformed: \"%.*s\"",
+				 e->ngroups + 1, (int)(len < 60 ? len : 60), at);
 	}
 	if (want >= 0 && want != e->ngroups)
 		return mcast_off(e, -EINVAL,
@@ -164,20 +96,15 @@ static void read_pool(struct ibmc__env *e)
 static int knob(const char *name, long lo, long hi, long def, long *out)
 {
 	const char *s = getenv(name);
-	char *end;
-	long v;
 
 	*out = def;
 	if (!s || !*s)
 		return 0;
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || *end || v < lo || v > hi) {
+	if (ibmc__parse_long(s, 10, lo, hi, out)) {
 		ibmc_log(IBMC_LOG_ERROR, "libibmcast: %s=\"%s\" is not in %ld..%ld",
 			 name, s, lo, hi);
 		return -EINVAL;
 	}
-	*out = v;
 	return 0;
 }
 
@@ -209,12 +136,9 @@ int ibmc__env_read(struct ibmc__env *e)
 	e->hub = s && *s ? s : "default";
 	s = getenv("IBMCAST_JOB");
 	if (s && *s) {
-		char *end;
 		unsigned long j;
 
-		errno = 0;
-		j = strtoul(s, &end, 10);
-		if (!errno && !*end && j <= 0xffffffffUL)
+		if (!ibmc__parse_ulong(s, 10, 0, 0xffffffffUL, &j))
 			e->job = (uint32_t)j;
 	}
 	read_pool(e);

@@ -49,7 +49,4 @@ int ibmc__env_read(struct ibmc__env *e);
 int ibmc__algo_parse(const char *name);
 const char *ibmc__algo_name(int algo);
 
-/* One IBMCAST_GROUPS entry MGID/MLID/QKEY/PKEY/MTU: 0 or -EINVAL. */
-int ibmc__group_parse(const char *s, struct ibmc_tr_group *g);
-
 #endif

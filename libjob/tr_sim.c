@@ -11,13 +11,8 @@
 
 #include "libjob/transport.h"
 #include "libjob/ud_addr.h"
+#include "libjob/ud_peers.h"
 #include "sim-fabric/dp_client.h"
-
-/* Address layout: lid (2, LE), qpn (4, LE), port GID (16). */
-struct sim_peer {
-	uint16_t lid;
-	uint32_t qpn;
-};
 
 struct sim_group {
 	struct ibmc_tr_group g;
@@ -27,8 +22,7 @@ struct sim_group {
 struct ibmc_tr {
 	struct ibmc_dp *dp;
 	uint32_t qkey;
-	struct sim_peer *peers;
-	int npeers, peers_cap;
+	struct ibmc_ud_peers peers;
 	struct sim_group *groups;
 	int ngroups;
 };
@@ -58,7 +52,7 @@ static void sim_close(struct ibmc_tr *tr)
 	if (!tr)
 		return;
 	ibmc__dp_close(tr->dp);
-	free(tr->peers);
+	ibmc__ud_peers_free(&tr->peers);
 	free(tr->groups);
 	free(tr);
 }
@@ -81,37 +75,24 @@ static size_t sim_mtu(struct ibmc_tr *tr)
 static int sim_peer_add(struct ibmc_tr *tr, const struct ibmc_tr_addr *addr)
 {
 	struct ibmc_ud_addr ud;
-	struct sim_peer p;
 	int i;
 
 	if (ibmc__ud_addr_unpack(addr, &ud))
 		return -EINVAL;
-	p.lid = ud.lid;
-	p.qpn = ud.qpn;
-	for (i = 0; i < tr->npeers; i++)
-		if (tr->peers[i].lid == p.lid && tr->peers[i].qpn == p.qpn)
-			return i;
-	if (tr->npeers == tr->peers_cap) {
-		int cap = tr->peers_cap * 2 + 16;
-		struct sim_peer *np = realloc(tr->peers,
-					      sizeof(*np) * (size_t)cap);
-
-		if (!np)
-			return -ENOMEM;
-		tr->peers = np;
-		tr->peers_cap = cap;
-	}
-	tr->peers[tr->npeers] = p;
-	return tr->npeers++;
+	i = ibmc__ud_peers_find(&tr->peers, ud.lid, ud.qpn);
+	if (i >= 0)
+		return i;
+	return ibmc__ud_peers_add(&tr->peers, ud.lid, ud.qpn, NULL);
 }
 
 static int sim_send(struct ibmc_tr *tr, int peer, const struct iovec *iov,
 		    int iovcnt)
 {
-	if (peer < 0 || peer >= tr->npeers)
+	const struct ibmc_ud_peer *p = ibmc__ud_peers_get(&tr->peers, peer);
+
+	if (!p)
 		return -EINVAL;
-	return ibmc__dp_send_uc(tr->dp, tr->peers[peer].lid,
-				tr->peers[peer].qpn, tr->qkey, iov, iovcnt);
+	return ibmc__dp_send_uc(tr->dp, p->lid, p->qpn, tr->qkey, iov, iovcnt);
 }
 
 static int sim_mcast_supported(struct ibmc_tr *tr)

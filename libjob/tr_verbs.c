@@ -19,24 +19,19 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include <infiniband/verbs.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "libjob/transport.h"
 #include "libjob/ud_addr.h"
+#include "libjob/ud_peers.h"
 
 #define GRH_LEN 40	/* UD receives always start with room for a GRH */
 #define NRECV 512	/* receive ring: absorbs a window of fragments */
 #define NSEND 128	/* send slots (registered copies of the iovecs) */
 #define SEND_WAIT_MS 2000	/* a full send queue that never drains */
-
-struct verbs_peer {
-	struct ibv_ah *ah;
-	uint16_t lid;
-	uint32_t qpn;
-};
 
 struct verbs_group {
 	struct ibv_ah *ah;
@@ -72,19 +67,10 @@ struct ibmc_tr {
 	unsigned inflight;	/* posted, not yet completed */
 	int send_err;		/* a failed send completion, reported once */
 
-	struct verbs_peer *peers;
-	int npeers, peers_cap;
+	struct ibmc_ud_peers peers;
 	struct verbs_group *groups;
 	int ngroups;
 };
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
 
 static size_t mtu_bytes(enum ibv_mtu m)
 {
@@ -368,9 +354,9 @@ static void verbs_close(struct ibmc_tr *tr)
 		if (g->ah)
 			ibv_destroy_ah(g->ah);
 	}
-	for (i = 0; i < tr->npeers; i++)
-		if (tr->peers[i].ah)
-			ibv_destroy_ah(tr->peers[i].ah);
+	for (i = 0; i < tr->peers.n; i++)
+		if (tr->peers.v[i].ah)
+			ibv_destroy_ah(tr->peers.v[i].ah);
 	if (tr->qp)
 		ibv_destroy_qp(tr->qp);
 	if (tr->rcq && tr->unacked)
@@ -391,7 +377,7 @@ static void verbs_close(struct ibmc_tr *tr)
 		ibv_close_device(tr->ctx);
 	free(tr->rbuf);
 	free(tr->sbuf);
-	free(tr->peers);
+	ibmc__ud_peers_free(&tr->peers);
 	free(tr->groups);
 	free(tr);
 }
@@ -413,28 +399,16 @@ static size_t verbs_mtu(struct ibmc_tr *tr)
 static int verbs_peer_add(struct ibmc_tr *tr, const struct ibmc_tr_addr *addr)
 {
 	struct ibv_ah_attr aa = { .sl = 0, .port_num = tr->port };
-	struct verbs_peer p = { 0 };
 	struct ibmc_ud_addr ud;
+	struct ibv_ah *ah;
 	int i;
 
 	if (ibmc__ud_addr_unpack(addr, &ud))
 		return -EINVAL;
-	p.lid = ud.lid;
-	p.qpn = ud.qpn;
-	for (i = 0; i < tr->npeers; i++)
-		if (tr->peers[i].lid == p.lid && tr->peers[i].qpn == p.qpn)
-			return i;
-	if (tr->npeers == tr->peers_cap) {
-		int cap = tr->peers_cap * 2 + 16;
-		struct verbs_peer *np = realloc(tr->peers,
-						sizeof(*np) * (size_t)cap);
-
-		if (!np)
-			return -ENOMEM;
-		tr->peers = np;
-		tr->peers_cap = cap;
-	}
-	aa.dlid = p.lid;
+	i = ibmc__ud_peers_find(&tr->peers, ud.lid, ud.qpn);
+	if (i >= 0)
+		return i;
+	aa.dlid = ud.lid;
 	/* Another subnet (its GID prefix differs): route by GRH. */
 	if (memcmp(ud.gid, tr->gid.raw, 8)) {
 		aa.is_global = 1;
@@ -442,16 +416,18 @@ static int verbs_peer_add(struct ibmc_tr *tr, const struct ibmc_tr_addr *addr)
 		aa.grh.sgid_index = 0;
 		aa.grh.hop_limit = 64;
 	}
-	p.ah = ibv_create_ah(tr->pd, &aa);
-	if (!p.ah) {
+	ah = ibv_create_ah(tr->pd, &aa);
+	if (!ah) {
 		int rc = errno ? -errno : -ENOMEM;
 
 		ibmc_log(IBMC_LOG_ERROR, "verbs: ibv_create_ah for LID 0x%x: "
-			 "%s", p.lid, strerror(-rc));
+			 "%s", ud.lid, strerror(-rc));
 		return rc;
 	}
-	tr->peers[tr->npeers] = p;
-	return tr->npeers++;
+	i = ibmc__ud_peers_add(&tr->peers, ud.lid, ud.qpn, ah);
+	if (i < 0)
+		ibv_destroy_ah(ah);
+	return i;
 }
 
 /* Reclaims completed sends; returns -EIO once if one failed. */
@@ -496,8 +472,8 @@ static int post_send(struct ibmc_tr *tr, struct ibv_ah *ah, uint32_t qpn,
 	/* A UD send queue drains at link speed; wait a little if full. */
 	while (tr->inflight >= NSEND) {
 		if (until < 0)
-			until = now_ms() + SEND_WAIT_MS;
-		else if (now_ms() > until)
+			until = ibmc__now_ms() + SEND_WAIT_MS;
+		else if (ibmc__now_ms() > until)
 			return -EAGAIN;
 		rc = reap_sends(tr);
 		if (rc)
@@ -536,10 +512,11 @@ static int post_send(struct ibmc_tr *tr, struct ibv_ah *ah, uint32_t qpn,
 static int verbs_send(struct ibmc_tr *tr, int peer, const struct iovec *iov,
 		      int iovcnt)
 {
-	if (peer < 0 || peer >= tr->npeers)
+	const struct ibmc_ud_peer *p = ibmc__ud_peers_get(&tr->peers, peer);
+
+	if (!p)
 		return -EINVAL;
-	return post_send(tr, tr->peers[peer].ah, tr->peers[peer].qpn,
-			 tr->qkey, tr->mtu, iov, iovcnt);
+	return post_send(tr, p->ah, p->qpn, tr->qkey, tr->mtu, iov, iovcnt);
 }
 
 static int verbs_mcast_supported(struct ibmc_tr *tr)
@@ -619,8 +596,8 @@ static int verbs_mcast_detach(struct ibmc_tr *tr, int group)
 	rc = ibv_detach_mcast(tr->qp, &g->mgid, g->mlid);
 	/* sends posted through the AH may still be in flight: a UD send
 	 * completes at link speed, so this wait is short and bounded */
-	until = now_ms() + SEND_WAIT_MS;
-	while (tr->inflight && reap_sends(tr) == 0 && now_ms() < until)
+	until = ibmc__now_ms() + SEND_WAIT_MS;
+	while (tr->inflight && reap_sends(tr) == 0 && ibmc__now_ms() < until)
 		;
 	ibv_destroy_ah(g->ah);
 	g->ah = NULL;
@@ -674,7 +651,7 @@ static int wait_event(struct ibmc_tr *tr, int timeout_ms)
 static int verbs_recv(struct ibmc_tr *tr, struct ibmc_tr_pkt *pkt,
 		      int timeout_ms)
 {
-	int64_t deadline = timeout_ms > 0 ? now_ms() + timeout_ms : -1;
+	int64_t deadline = timeout_ms > 0 ? ibmc__now_ms() + timeout_ms : -1;
 	struct ibv_wc wc;
 	uint8_t *slot;
 	int rc, left;
@@ -694,7 +671,7 @@ static int verbs_recv(struct ibmc_tr *tr, struct ibmc_tr_pkt *pkt,
 				return -ETIMEDOUT;
 			left = -1;
 			if (deadline >= 0) {
-				int64_t d = deadline - now_ms();
+				int64_t d = deadline - ibmc__now_ms();
 
 				if (d <= 0)
 					return -ETIMEDOUT;

@@ -22,6 +22,8 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "common/groups.h"
+
 /* An endpoint address as exchanged through the bootstrap: opaque to all but
  * its transport (sim/verbs: LID, QPN, GID; loopback: hub slot). */
 #define IBMC_TR_ADDR_LEN 32
@@ -29,14 +31,8 @@ struct ibmc_tr_addr {
 	uint8_t bytes[IBMC_TR_ADDR_LEN];
 };
 
-/* One multicast group of the job's pool, as IBMCAST_GROUPS describes it. */
-struct ibmc_tr_group {
-	uint8_t mgid[16];
-	uint16_t mlid;
-	uint16_t pkey;
-	uint32_t qkey;
-	uint32_t mtu;		/* bytes */
-};
+/* One multicast group of the job's pool, struct ibmc_tr_group, is defined
+ * with the IBMCAST_GROUPS codec that fills it. */
 
 /* What a transport is opened with (from the environment, see context.c). */
 struct ibmc_tr_config {

@@ -2,8 +2,8 @@
 # libjob transports and bootstraps (included from libjob/local.mk).
 
 # sim: an endpoint of the simulated fabric's data plane daemon.
-libjob_libibmcast_la_SOURCES += libjob/tr_sim.c libjob/ud_addr.h sim-fabric/dp_client.c \
-	sim-fabric/dp_client.h
+libjob_libibmcast_la_SOURCES += libjob/tr_sim.c libjob/ud_addr.h \
+	libjob/ud_peers.h sim-fabric/dp_client.c sim-fabric/dp_client.h
 
 # Bootstraps: ibmcast-run's rendezvous socket, Slurm's PMI2 ($(PMI2_LIBS),
 # in local.mk's LIBADD; -ENOSYS without it) and the default chooser.

@@ -22,6 +22,7 @@
 
 #include "osm_includes.h"
 
+#include "common/fnv.h"
 #include "common/log.h"
 #include "confirmer.h"
 #include "smp_client.h"
@@ -226,17 +227,7 @@ out:
  * has rerouted the group. */
 static uint64_t tree_fingerprint(const struct tree_switch *t, unsigned n)
 {
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (unsigned s = 0; s < n; s++) {
-		const uint8_t *b = (const uint8_t *)&t[s];
-
-		for (size_t i = 0; i < sizeof(t[s]); i++) {
-			h ^= b[i];
-			h *= 0x100000001b3ULL;
-		}
-	}
-	return h;
+	return ibmc__fnv1a64(IBMC__FNV64_INIT, t, sizeof(*t) * n);
 }
 
 /* Under osm->lock: conditions 1 and 3 for one item, and the expected

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "common/parse.h"
 #include "options.h"
 
 static int set_str(char **dst, const char *val)
@@ -27,13 +28,9 @@ static int set_str(char **dst, const char *val)
 static int set_uint(unsigned *dst, const char *val, unsigned min,
 		    unsigned max)
 {
-	char *end;
 	unsigned long v;
 
-	errno = 0;
-	v = strtoul(val, &end, 10);
-	if (errno || end == val || *end || v < min || v > max ||
-	    val[0] == '-')
+	if (ibmc__parse_ulong(val, 10, min, max, &v))
 		return -EINVAL;
 	*dst = (unsigned)v;
 	return 0;

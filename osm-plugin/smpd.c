@@ -12,11 +12,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <infiniband/umad.h>
 
+#include "common/clock.h"
+#include "common/parse.h"
 #include "osm-plugin/smp_wire.h"
 
 #define SMP_CLASS_LID	0x01	/* LID-routed subnet management */
@@ -70,14 +71,6 @@ static volatile sig_atomic_t stop;
 static void on_term(int sig)
 {
 	stop = 1;
-}
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
 static void put_be16(uint8_t *p, uint16_t v)
@@ -141,7 +134,7 @@ static int send_query(struct smpd *d, unsigned int idx,
 	s->nonce = d->nonce;
 	s->tries++;
 	s->state = Q_INFLIGHT;
-	s->deadline_ns = now_ns() + (uint64_t)timeout_ms * 1000000ull;
+	s->deadline_ns = ibmc__now_ns() + (uint64_t)timeout_ms * 1000000ull;
 	return 0;
 }
 
@@ -204,7 +197,7 @@ static void run_batch(struct smpd *d)
 	}
 
 	while (done < count && !stop) {
-		uint64_t now = now_ns(), first = UINT64_MAX;
+		uint64_t now = ibmc__now_ns(), first = UINT64_MAX;
 		int len = UMAD_ROOM, wait_ms;
 
 		/* Expire and retry first, so a retry takes a freed window
@@ -251,7 +244,7 @@ static void run_batch(struct smpd *d)
 		if (!inflight)
 			continue;
 
-		now = now_ns();
+		now = ibmc__now_ns();
 		wait_ms = first > now ? (int)((first - now + 999999) / 1000000)
 				      : 0;
 		if (!wait_ms)
@@ -327,17 +320,13 @@ static int serve_one(struct smpd *d)
 
 static int parse_fd(int argc, char **argv)
 {
-	char *end;
 	long v;
 
 	if (argc == 1)
 		return 3;
-	if (argc == 3 && !strcmp(argv[1], "--fd")) {
-		errno = 0;
-		v = strtol(argv[2], &end, 10);
-		if (!errno && *argv[2] && !*end && v >= 0 && v < 65536)
-			return (int)v;
-	}
+	if (argc == 3 && !strcmp(argv[1], "--fd") &&
+	    !ibmc__parse_long(argv[2], 10, 0, 65535, &v))
+		return (int)v;
 	fprintf(stderr, "usage: ibmcast-smpd [--fd N]\n"
 		"Serves MFT block reads to the ibmcast OpenSM plugin over a "
 		"SOCK_SEQPACKET socket (default fd 3).\n");

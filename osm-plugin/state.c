@@ -21,6 +21,7 @@
 
 #include "builder.h"
 #include "common/client.h"
+#include "common/fnv.h"
 #include "common/hostlist.h"
 #include "common/log.h"
 #include "common/mgid.h"
@@ -31,17 +32,6 @@
 #define STATE_VERSION 1
 #define MIRROR_EVERY_NS 2000000000ULL
 #define RESTORE_RETRY_NS 1000000000ULL
-
-static uint64_t fnv1a64(const char *s)
-{
-	uint64_t h = 0xcbf29ce484222325ULL;
-
-	for (; *s; s++) {
-		h ^= (unsigned char)*s;
-		h *= 0x100000001b3ULL;
-	}
-	return h;
-}
 
 static int64_t now_unix(void)
 {
@@ -139,7 +129,8 @@ int ibmc__state_save(struct ibmc_plugin *p)
 	jobs_text = json_dumps(jobs, JSON_COMPACT | JSON_SORT_KEYS);
 	if (!jobs_text)
 		goto out;
-	snprintf(hash, sizeof(hash), "%016" PRIx64, fnv1a64(jobs_text));
+	snprintf(hash, sizeof(hash), "%016" PRIx64,
+		 ibmc__fnv1a64(IBMC__FNV64_INIT, jobs_text, strlen(jobs_text)));
 	doc = json_pack("{s:s, s:i, s:I, s:O, s:s}", "format", FORMAT,
 			"version", STATE_VERSION, "saved_unix",
 			(json_int_t)now_unix(), "jobs", jobs, "fnv1a64", hash);
@@ -282,7 +273,8 @@ static json_t *parse_doc(const char *path, json_t **doc, char *why,
 		snprintf(why, wlen, "out of memory");
 		return NULL;
 	}
-	snprintf(want, sizeof(want), "%016" PRIx64, fnv1a64(text));
+	snprintf(want, sizeof(want), "%016" PRIx64,
+		 ibmc__fnv1a64(IBMC__FNV64_INIT, text, strlen(text)));
 	free(text);
 	if (strcmp(want, hash)) {
 		snprintf(why, wlen, "checksum mismatch (file damaged)");

@@ -240,6 +240,4 @@ void dp_sa_join(struct dataplane *dp, struct dp_ep *ep,
 void dp_sa_forget(struct dataplane *dp, struct dp_ep *ep);
 void dp_sa_free_all(struct dataplane *dp);
 
-uint64_t dp_now_ns(void);
-
 #endif

@@ -20,6 +20,7 @@ tests_dataplane_dp_tool_SOURCES = tests/dataplane/dp_tool.c \
 	sim-fabric/dp_client.c sim-fabric/dp_client.h
 # Own object names: libibmcast builds dp_client.c with libtool too.
 tests_dataplane_dp_tool_CPPFLAGS = $(AM_CPPFLAGS)
+tests_dataplane_dp_tool_LDADD = common/libibmcast_common.la
 endif
 
 if BUILD_OSM_PLUGIN

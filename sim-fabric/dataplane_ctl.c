@@ -13,6 +13,7 @@
 
 #include <jansson.h>
 
+#include "common/clock.h"
 #include "sim-fabric/dataplane.h"
 
 #define LINE_MAX_BYTES 65536
@@ -68,7 +69,7 @@ static json_t *counters(struct dataplane *dp, bool all)
 {
 	json_t *o = json_object(), *links = json_array(), *eps = json_array();
 	char name[200];
-	uint64_t now = dp_now_ns();
+	uint64_t now = ibmc__now_ns();
 	unsigned long mads, errs;
 	struct dp_ep *ep;
 	int i, k;

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/clock.h"
 #include "sim-fabric/dataplane.h"
 
 #define HOP_LIMIT 64
@@ -121,7 +122,7 @@ static void to_qp(struct dataplane *dp, struct dp_ep *ep, int last_link,
 		dp->delivered++;
 		if (faults && f->delay_ms > 0) {
 			m->ep = ep;
-			m->due_ns = dp_now_ns() +
+			m->due_ns = ibmc__now_ns() +
 				    (uint64_t)f->delay_ms * 1000000ull;
 			if (dp->delay_tail)
 				dp->delay_tail->next = m;
@@ -132,7 +133,7 @@ static void to_qp(struct dataplane *dp, struct dp_ep *ep, int last_link,
 		}
 		if (faults && !ep->held && dp_chance(f, f->reorder)) {
 			ep->held = m;
-			ep->held_ns = dp_now_ns();
+			ep->held_ns = ibmc__now_ns();
 			continue;
 		}
 		dp_ep_deliver_msg(dp, ep, m);
@@ -276,7 +277,7 @@ void dp_forward_mc(struct dataplane *dp, struct dp_ep *src,
 		drop(dp, up, DP_DROP_NO_ROUTE);
 		return;
 	}
-	m->last_send_ns = dp_now_ns();
+	m->last_send_ns = ibmc__now_ns();
 	if (!m->read) {
 		drop(dp, up, DP_DROP_MFT_UNREAD);
 		return;

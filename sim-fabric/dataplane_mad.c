@@ -15,6 +15,7 @@
 #include <infiniband/mad.h>
 #include <infiniband/umad.h>
 
+#include "common/clock.h"
 #include "sim-fabric/dataplane.h"
 
 #define MAD_TRIES 3
@@ -138,7 +139,7 @@ static int send_one(struct dp_mad *m, struct dp_mad_req *r)
 		return -EIO;
 	m->sent++;
 	r->tries++;
-	r->deadline = dp_now_ns() + (uint64_t)m->timeout_ms * 1000000ull;
+	r->deadline = ibmc__now_ns() + (uint64_t)m->timeout_ms * 1000000ull;
 	return 0;
 }
 
@@ -193,7 +194,7 @@ int dp_mad_progress(struct dp_mad *m)
 			break;
 		take(m);
 	}
-	now = dp_now_ns();
+	now = ibmc__now_ns();
 	for (r = m->inflight; r; r = n) {
 		n = r->next;
 		if (r->deadline > now)

@@ -14,23 +14,16 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <jansson.h>
 
+#include "common/clock.h"
 #include "common/log.h"
+#include "common/parse.h"
 #include "sim-fabric/dataplane.h"
 
 static struct dataplane *the_dp;
-
-uint64_t dp_now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void on_signal(int sig)
 {
@@ -73,12 +66,9 @@ static int listen_unix(const char *path, int type)
 
 static long num_opt(const char *s, const char *what, long lo, long hi)
 {
-	char *end;
 	long v;
 
-	errno = 0;
-	v = strtol(s, &end, 0);
-	if (errno || *end || v < lo || v > hi) {
+	if (ibmc__parse_long(s, 0, lo, hi, &v)) {
 		fprintf(stderr, "ibmcast-dataplane: bad %s '%s' (%ld..%ld)\n",
 			what, s, lo, hi);
 		exit(2);
@@ -122,7 +112,7 @@ static int setup(struct dataplane *dp)
 	for (ret = 0; ret < dp->fm.nnode; ret++)
 		dp->next_qpn[ret] = 0x100;
 	/* The first LFT pass before any endpoint can send. */
-	dp_tables_tick(dp, dp_now_ns());
+	dp_tables_tick(dp, ibmc__now_ns());
 	while (dp->lft_inflight && !dp->stop) {
 		usleep(1000);
 		dp_mad_progress(dp->mad);
@@ -169,7 +159,7 @@ static void loop(struct dataplane *dp)
 		for (c = dp->ctls; c; c = dp_ctl_next(c))
 			pfd[n++] = (struct pollfd){ .fd = dp_ctl_fd(c),
 						    .events = POLLIN };
-		now = dp_now_ns();
+		now = ibmc__now_ns();
 		next = dp_tables_next_ns(dp);
 		if (dp_delay_next_ns(dp) < next)
 			next = dp_delay_next_ns(dp);
@@ -199,7 +189,7 @@ static void loop(struct dataplane *dp)
 				dp_ctl_input(dp, c);
 			i++;
 		}
-		now = dp_now_ns();
+		now = ibmc__now_ns();
 		dp_tables_tick(dp, now);
 		dp_delay_tick(dp, now);
 		dp_ep_reap(dp);
@@ -296,7 +286,7 @@ int main(int argc, char **argv)
 			"%s: %s\n", sock, ctl, strerror(errno));
 		goto out;
 	}
-	dp.start_ns = dp_now_ns();
+	dp.start_ns = ibmc__now_ns();
 	fprintf(stderr, "ibmcast-dataplane: ready on %s (control %s), MFTs "
 		"re-read every %d ms, LFTs every %d ms\n", sock, ctl,
 		dp.mft_ms, dp.lft_ms);

@@ -11,6 +11,7 @@
 
 #include <infiniband/mad.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "sim-fabric/dataplane.h"
 
@@ -132,7 +133,7 @@ static void lft_done(void *arg, int status, const uint8_t *mad)
 	}
 	if (!--dp->lft_inflight) {
 		dp->lft_passes++;
-		dp->lft_as_of_ns = dp_now_ns();
+		dp->lft_as_of_ns = ibmc__now_ns();
 		dp->lft_ready = true;
 	}
 	free(c);
@@ -279,7 +280,7 @@ uint64_t dp_tables_next_ns(struct dataplane *dp)
 
 	/* umad2sim's fd cannot be polled with the sockets: look again soon. */
 	if (dp->lft_inflight || dp->mft_inflight || dp->sa_ops) {
-		uint64_t soon = dp_now_ns() + 1000000ull;
+		uint64_t soon = ibmc__now_ns() + 1000000ull;
 
 		if (soon < t)
 			t = soon;

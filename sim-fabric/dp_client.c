@@ -10,9 +10,9 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "sim-fabric/dp_client.h"
 
 #define SOCK_BUF (4 << 20)
@@ -33,19 +33,11 @@ struct ibmc_dp {
 	uint8_t buf[IBMC_DP_MSG_MAX + 64];
 };
 
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* One message into dp->buf: its length, -ETIMEDOUT or -EPIPE. */
 static ssize_t read_msg(struct ibmc_dp *dp, int timeout_ms)
 {
 	struct pollfd p = { .fd = dp->fd, .events = POLLIN };
-	int64_t end = timeout_ms > 0 ? now_ms() + timeout_ms : 0;
+	int64_t end = timeout_ms > 0 ? ibmc__now_ms() + timeout_ms : 0, left;
 	ssize_t n;
 	int r;
 
@@ -61,11 +53,11 @@ static ssize_t read_msg(struct ibmc_dp *dp, int timeout_ms)
 			return -EPIPE;
 		if (!timeout_ms)
 			return -ETIMEDOUT;
-		r = poll(&p, 1, timeout_ms < 0 ? -1 :
-			 (int)(end - now_ms() > 0 ? end - now_ms() : 0));
+		left = end - ibmc__now_ms();
+		r = poll(&p, 1, timeout_ms < 0 ? -1 : (int)(left > 0 ? left : 0));
 		if (r < 0 && errno != EINTR)
 			return -errno;
-		if (r == 0 && timeout_ms > 0 && now_ms() >= end)
+		if (r == 0 && timeout_ms > 0 && ibmc__now_ms() >= end)
 			return -ETIMEDOUT;
 	}
 }
@@ -307,7 +299,7 @@ static int view(struct ibmc_dp *dp, const uint8_t *buf, size_t n,
 int ibmc__dp_recv(struct ibmc_dp *dp, struct ibmc_dp_recv *hdr,
 		  const void **data, size_t *len, int timeout_ms)
 {
-	int64_t end = timeout_ms > 0 ? now_ms() + timeout_ms : 0;
+	int64_t end = timeout_ms > 0 ? ibmc__now_ms() + timeout_ms : 0;
 	ssize_t n;
 	int left;
 
@@ -327,7 +319,7 @@ int ibmc__dp_recv(struct ibmc_dp *dp, struct ibmc_dp_recv *hdr,
 	for (;;) {
 		left = timeout_ms;
 		if (timeout_ms > 0) {
-			left = (int)(end - now_ms());
+			left = (int)(end - ibmc__now_ms());
 			if (left <= 0)
 				left = 0;
 		}
@@ -336,7 +328,7 @@ int ibmc__dp_recv(struct ibmc_dp *dp, struct ibmc_dp_recv *hdr,
 			return (int)n;
 		if (!view(dp, dp->buf, (size_t)n, hdr, data, len))
 			return 0;
-		if (timeout_ms > 0 && now_ms() >= end)
+		if (timeout_ms > 0 && ibmc__now_ms() >= end)
 			return -ETIMEDOUT;
 	}
 }

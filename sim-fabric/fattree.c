@@ -12,6 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/parse.h"
+
 /* IB port numbers are 8 bits and 255 is reserved; ibsim accepts 1..255. */
 #define MAX_SWITCH_PORTS 254
 /* Unicast LIDs run to 0xBFFF; stay well below so switches fit too. */
@@ -80,15 +82,13 @@ static void usage(FILE *f)
 
 static long parse_num(const char *opt, const char *s, long lo, long hi)
 {
-	char *end;
 	long v;
+	int rc = ibmc__parse_long(s, 10, lo, hi, &v);
 
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || end == s || *end)
+	if (rc == -ERANGE)
+		die("%s: %s is out of range %ld..%ld", opt, s, lo, hi);
+	if (rc)
 		die("%s: '%s' is not a number", opt, s);
-	if (v < lo || v > hi)
-		die("%s: %ld is out of range %ld..%ld", opt, v, lo, hi);
 	return v;
 }
 

@@ -5,18 +5,21 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <infiniband/ibnetdisc.h>
 #include <infiniband/mad.h>
 #include <infiniband/umad.h>
 #include <jansson.h>
+
+#include "common/clock.h"
+#include "common/parse.h"
 
 #define MLID_BASE	0xc000u
 #define MLID_TOP	0xffffu
@@ -66,14 +69,6 @@ struct rd {
 	uint32_t tid;
 	uint64_t deadline;
 };
-
-static uint64_t mono_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
 
 static void die_usage(void)
 {
@@ -240,7 +235,7 @@ static int send_rd(struct watch *w, struct rd *r, uint32_t idx)
 	w->smps++;
 	r->tid = (uint32_t)rpc.trid;
 	r->tries++;
-	r->deadline = mono_ns() + (uint64_t)w->smp_tmo_ms * 1000000ull;
+	r->deadline = ibmc__now_ns() + (uint64_t)w->smp_tmo_ms * 1000000ull;
 	return 0;
 }
 
@@ -322,7 +317,7 @@ static int read_mfts(struct watch *w)
 
 	left = n;
 	while (left > 0) {
-		uint64_t now = mono_ns(), first = UINT64_MAX;
+		uint64_t now = ibmc__now_ns(), first = UINT64_MAX;
 		int inflight = 0, len, wait_ms;
 
 		for (i = 0; i < next; i++) {
@@ -353,7 +348,7 @@ static int read_mfts(struct watch *w)
 		}
 		if (!left || !inflight)
 			continue;
-		now = mono_ns();
+		now = ibmc__now_ns();
 		if (first <= now)
 			continue;
 		wait_ms = (int)((first - now + 999999) / 1000000);
@@ -618,7 +613,7 @@ static int cmd_watch(struct watch *w, char *nodes, long timeout_ms,
 		     long interval_us)
 {
 	struct scratch x = { 0 };
-	uint64_t start = mono_ns(), t0, t1, prev_t0 = 0, pass_ns = 0;
+	uint64_t start = ibmc__now_ns(), t0, t1, prev_t0 = 0, pass_ns = 0;
 	uint64_t end = start + (uint64_t)timeout_ms * 1000000ull;
 	int *node = NULL, nnode = 0, cap = 0, polls = 0, ret;
 	char *tok, *save = NULL;
@@ -652,9 +647,9 @@ static int cmd_watch(struct watch *w, char *nodes, long timeout_ms,
 		goto oom;
 
 	for (;;) {
-		t0 = mono_ns();
+		t0 = ibmc__now_ns();
 		ret = read_mfts(w);
-		t1 = mono_ns();
+		t1 = ibmc__now_ns();
 		if (ret == -ENOMEM)
 			goto oom;
 		if (ret < 0) {
@@ -717,14 +712,12 @@ out:
 
 static int add_mlids(struct watch *w, char *arg)
 {
-	char *tok, *save = NULL, *end;
+	char *tok, *save = NULL;
 	unsigned long v;
 
 	for (tok = strtok_r(arg, ",", &save); tok;
 	     tok = strtok_r(NULL, ",", &save)) {
-		errno = 0;
-		v = strtoul(tok, &end, 0);
-		if (errno || *end || v < MLID_BASE || v > MLID_TOP) {
+		if (ibmc__parse_ulong(tok, 0, MLID_BASE, MLID_TOP, &v)) {
 			fprintf(stderr, "ibmcast-mftwatch: bad MLID \"%s\" "
 				"(0xc000-0xffff)\n", tok);
 			return -EINVAL;
@@ -743,12 +736,9 @@ static int add_mlids(struct watch *w, char *arg)
 
 static long num_arg(const char *s, const char *what)
 {
-	char *end;
 	long v;
 
-	errno = 0;
-	v = strtol(s, &end, 0);
-	if (errno || *end || v < 0) {
+	if (ibmc__parse_long(s, 0, 0, LONG_MAX, &v)) {
 		fprintf(stderr, "ibmcast-mftwatch: bad %s \"%s\"\n", what, s);
 		exit(EXIT_ERR);
 	}

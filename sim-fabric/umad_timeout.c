@@ -17,10 +17,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <infiniband/umad.h>
+
+#include "common/clock.h"
+#include "common/parse.h"
 
 /* OpenSM keeps up to 1000 requests in flight; room for a few more users. */
 #define MAX_PENDING	2048
@@ -68,7 +70,6 @@ static int log_count, log_dropped;
 static void init(void)
 {
 	const char *s = getenv("IBMCAST_UMAD_TIMEOUT_FLOOR_MS");
-	char *end;
 	long v;
 	int i;
 
@@ -81,9 +82,7 @@ static void init(void)
 	real_poll = (int (*)(int, int))dlsym(RTLD_NEXT, "umad_poll");
 	real_close = (int (*)(int))dlsym(RTLD_NEXT, "umad_close_port");
 	if (s && *s) {
-		errno = 0;
-		v = strtol(s, &end, 10);
-		if (!errno && !*end && v >= 0 && v <= 3600000)
+		if (!ibmc__parse_long(s, 10, 0, 3600000, &v))
 			floor_ms = v;
 		else
 			fprintf(stderr, "ibmcast-umadtimeout: "
@@ -98,14 +97,6 @@ static int ready(void)
 {
 	pthread_once(&once, init);
 	return real_send && real_recv;
-}
-
-static int64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
 static uint32_t get_be32(const unsigned char *p)
@@ -222,7 +213,7 @@ static void track(int fd, const void *umad, int length, int timeout_ms,
 		p->k = k;
 		p->used = 1;
 		p->waited = tmo * (retries + 1);
-		p->deadline = now_ms() + p->waited;
+		p->deadline = ibmc__now_ms() + p->waited;
 		memcpy(p->buf, umad, UMAD_HDR);
 		memset(p->buf + UMAD_HDR, 0, MAD_HDR);
 		memcpy(p->buf + UMAD_HDR, mad,
@@ -302,7 +293,7 @@ static int received(int fd, const void *umad, int length)
 			if (expired[i].fd >= 0 && same(&expired[i], &k)) {
 				expired[i].fd = -1;
 				late = 1;
-				n = log_line(msg, sizeof(msg), now_ms(),
+				n = log_line(msg, sizeof(msg), ibmc__now_ms(),
 					     "dropped a response that came "
 					     "after its request timed out",
 					     mad, ntohs(hdr->addr.lid), 0);
@@ -322,7 +313,7 @@ static int take_expired(int fd, void *umad, int *length, int64_t *next)
 {
 	struct ib_user_mad *hdr = umad;
 	struct pending *p = NULL;
-	int64_t now = now_ms();
+	int64_t now = ibmc__now_ms();
 	char msg[512];
 	int i, n = 0, agent = -1, cap = *length;
 
@@ -360,7 +351,7 @@ static int take_expired(int fd, void *umad, int *length, int64_t *next)
 
 static int has_expired(int fd, int64_t *next)
 {
-	int64_t now = now_ms();
+	int64_t now = ibmc__now_ms();
 	int i, found = 0;
 
 	*next = INT64_MAX;
@@ -381,7 +372,7 @@ static int has_expired(int fd, int64_t *next)
  * end (-1: none) nor the next deadline. 0 when the caller's time is up. */
 static int slice(int64_t end, int64_t next)
 {
-	int64_t now = now_ms(), s = SLICE_MS;
+	int64_t now = ibmc__now_ms(), s = SLICE_MS;
 
 	if (end >= 0 && end - now < s)
 		s = end - now;
@@ -394,7 +385,7 @@ static int slice(int64_t end, int64_t next)
 
 int umad_recv(int fd, void *umad, int *length, int timeout_ms)
 {
-	int64_t end = timeout_ms < 0 ? -1 : now_ms() + timeout_ms, next;
+	int64_t end = timeout_ms < 0 ? -1 : ibmc__now_ms() + timeout_ms, next;
 	int cap, ret, agent, wait;
 
 	if (!ready()) {
@@ -434,7 +425,7 @@ int umad_recv(int fd, void *umad, int *length, int timeout_ms)
  * umad_recv(.., 0) must see a timed-out send as readable too. */
 int umad_poll(int fd, int timeout_ms)
 {
-	int64_t end = timeout_ms < 0 ? -1 : now_ms() + timeout_ms, next;
+	int64_t end = timeout_ms < 0 ? -1 : ibmc__now_ms() + timeout_ms, next;
 	int ret, wait;
 
 	if (!ready() || !real_poll) {

@@ -7,7 +7,11 @@
 # answers times out as it does with the kernel's MAD layer.
 if BUILD_OSM_PLUGIN
 pkglib_LTLIBRARIES = sim-fabric/libibmcast_umadtimeout.la
-sim_fabric_libibmcast_umadtimeout_la_SOURCES = sim-fabric/umad_timeout.c
+# common's clock and parser are built in, not its library: a convenience
+# library would bring all of common (and libjansson, libmunge) into every
+# process the shim is preloaded into. The map keeps them hidden.
+sim_fabric_libibmcast_umadtimeout_la_SOURCES = sim-fabric/umad_timeout.c \
+	common/clock.c common/clock.h common/parse.c common/parse.h
 sim_fabric_libibmcast_umadtimeout_la_LDFLAGS = -module -avoid-version \
 	-shared -Wl,--version-script=$(srcdir)/sim-fabric/umad_timeout.map
 sim_fabric_libibmcast_umadtimeout_la_LIBADD = -ldl -lpthread

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "common/net.h"
+#include "common/parse.h"
 #include "common/proto.h"
 #include "spank/conf.h"
 
@@ -16,13 +17,8 @@ static int parse_uint(const char *s, unsigned min, unsigned max,
 		      unsigned *out)
 {
 	unsigned long v;
-	char *end;
 
-	if (!*s || *s == '-' || *s == '+')
-		return -EINVAL;
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno || *end || v < min || v > max)
+	if (ibmc__parse_ulong(s, 10, min, max, &v))
 		return -EINVAL;
 	*out = (unsigned)v;
 	return 0;

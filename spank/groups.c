@@ -8,7 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/groups.h"
 #include "common/mgid.h"
+#include "common/parse.h"
 #include "spank/groups.h"
 
 unsigned spank_mtu_bytes(long long enc)
@@ -21,14 +23,9 @@ static int hex_field(const json_t *o, const char *key, const char *what,
 		     size_t why_len)
 {
 	const char *s = json_string_value(json_object_get(o, key));
-	char *end;
 
-	if (s && s[0] == '0' && (s[1] == 'x' || s[1] == 'X') && s[2]) {
-		errno = 0;
-		*v = strtoul(s + 2, &end, 16);
-		if (!errno && !*end && *v <= max)
-			return 0;
-	}
+	if (!ibmc__parse_hex(s, 0, max, v))
+		return 0;
 	snprintf(why, why_len, "server reply: %s '%s' is not a hex value",
 		 what, s ? s : "(missing)");
 	return -EINVAL;
@@ -39,12 +36,10 @@ int spank_groups_format(const json_t *job, char **out, unsigned *count,
 {
 	const json_t *groups = json_object_get(job, "groups");
 	unsigned long qkey, pkey, mlid;
-	uint8_t mgid[16];
-	char mgid_s[IBMC_MGID_STRLEN];
-	size_t i, n, len = 0;
+	struct ibmc_tr_group *gs;
+	size_t i, n;
 	const json_t *g;
-	char *buf;
-	unsigned mtu;
+	int rc = -EINVAL;
 
 	*out = NULL;
 	if (hex_field(job, "qkey", "qkey", 0xffffffffUL, &qkey, why, why_len) ||
@@ -56,40 +51,49 @@ int spank_groups_format(const json_t *job, char **out, unsigned *count,
 			 "groups");
 		return -EINVAL;
 	}
-	/* MGID 39 + 4 separators + 6 + 10 + 6 + 4 + a space. */
-	buf = malloc(n * 72 + 1);
-	if (!buf) {
+	gs = calloc(n, sizeof(*gs));
+	if (!gs) {
 		snprintf(why, why_len, "out of memory");
 		return -ENOMEM;
 	}
-	buf[0] = '\0';
 	json_array_foreach(groups, i, g) {
 		const char *m = json_string_value(json_object_get(g, "mgid"));
+		struct ibmc_tr_group *t = &gs[i];
 
-		if (!m || ibmc__mgid_parse(m, mgid)) {
+		if (!m || ibmc__mgid_parse(m, t->mgid)) {
 			snprintf(why, why_len, "server reply: group %zu: bad "
 				 "mgid '%s'", i, m ? m : "(missing)");
-			goto fail;
+			goto out;
 		}
 		if (hex_field(g, "mlid", "mlid", 0xffffUL, &mlid, why,
 			      why_len))
-			goto fail;
-		mtu = spank_mtu_bytes(json_integer_value(
+			goto out;
+		t->mtu = spank_mtu_bytes(json_integer_value(
 			json_object_get(g, "mtu")));
-		if (!mtu) {
+		if (!t->mtu) {
 			snprintf(why, why_len, "server reply: group %zu: bad "
 				 "mtu", i);
-			goto fail;
+			goto out;
 		}
-		ibmc__mgid_format(mgid, mgid_s);
-		len += (size_t)snprintf(buf + len, 73, "%s%s/0x%04lx/0x%08lx/"
-					"0x%04lx/%u", i ? " " : "", mgid_s,
-					mlid, qkey, pkey, mtu);
+		t->mlid = (uint16_t)mlid;
+		t->qkey = (uint32_t)qkey;
+		t->pkey = (uint16_t)pkey;
+		/* What libjob would refuse: better said here, by name. */
+		if (ibmc__group_check(t)) {
+			snprintf(why, why_len, "server reply: group %zu: mgid "
+				 "'%s' with mlid 0x%04lx is not a multicast "
+				 "group", i, m, mlid);
+			goto out;
+		}
 	}
-	*out = buf;
+	rc = ibmc__groups_format(gs, n, out);
+	if (rc) {
+		snprintf(why, why_len, "%s", rc == -ENOMEM ? "out of memory" :
+			 "server reply: groups IBMCAST_GROUPS cannot carry");
+		goto out;
+	}
 	*count = (unsigned)n;
-	return 0;
-fail:
-	free(buf);
-	return -EINVAL;
+out:
+	free(gs);
+	return rc;
 }

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "common/hostlist.h"
+#include "common/parse.h"
 #include "spank/jobscript.h"
 #include "spank/log.h"
 #include "spank/marker.h"
@@ -35,7 +36,6 @@ int spank_first_node(const char *nodes, char *buf, size_t len)
 static int job_and_node(const char *what, uint32_t *job, const char **node)
 {
 	const char *j = getenv("SLURM_JOB_ID");
-	char *end;
 	unsigned long v;
 
 	*node = getenv("SLURMD_NODENAME");
@@ -44,9 +44,7 @@ static int job_and_node(const char *what, uint32_t *job, const char **node)
 			  "from the environment");
 		return -EINVAL;
 	}
-	errno = 0;
-	v = strtoul(j, &end, 10);
-	if (errno || *end || !v || v > 0xffffffffUL) {
+	if (ibmc__parse_ulong(j, 10, 1, 0xffffffffUL, &v)) {
 		spank_err(what, "SLURM_JOB_ID='%s' is not a job id", j);
 		return -EINVAL;
 	}

@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/parse.h"
 #include "spank/marker.h"
 #include "spank/pool.h"
 
@@ -144,7 +145,6 @@ void spank_marker_each_pool(const char *statedir, const char *node,
 	char path[PATH_MAX];
 	struct dirent *d;
 	unsigned long id;
-	char *end;
 	DIR *dir;
 
 	if ((size_t)snprintf(path, sizeof(path), "%s/%s", statedir, node) >=
@@ -156,9 +156,8 @@ void spank_marker_each_pool(const char *statedir, const char *node,
 	while ((d = readdir(dir))) {
 		if (strncmp(d->d_name, "pool.", 5))
 			continue;
-		errno = 0;
-		id = strtoul(d->d_name + 5, &end, 10);
-		if (errno || *end || id > 0xffffffffUL ||
+		if (ibmc__parse_ulong(d->d_name + 5, 10, 0, 0xffffffffUL,
+				      &id) ||
 		    !(id & SPANK_STEP_POOL_BIT) ||
 		    ((id & ~SPANK_STEP_POOL_BIT) >> 5) != job)
 			continue;

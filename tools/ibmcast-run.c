@@ -33,6 +33,7 @@
 #include "common/clock.h"
 #include "common/hostlist.h"
 #include "common/net.h"
+#include "common/parse.h"
 #include "libjob/bootstrap_wire.h"
 
 #define EXIT_LAUNCH 1	/* ibmcast-run itself failed */
@@ -138,12 +139,9 @@ static void usage(FILE *f)
 static int num_arg(const char *what, const char *s, long lo, long hi,
 		   int *out)
 {
-	char *end;
 	long v;
 
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < lo || v > hi) {
+	if (ibmc__parse_long(s, 10, lo, hi, &v)) {
 		say("%s: '%s' is not a number in %ld..%ld", what, s, lo, hi);
 		return -1;
 	}

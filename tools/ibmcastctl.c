@@ -17,6 +17,7 @@
 #include "common/client.h"
 #include "common/hostlist.h"
 #include "common/net.h"
+#include "common/parse.h"
 #include "common/proto.h"
 
 #ifndef IBMCAST_VERSION
@@ -83,30 +84,19 @@ static int usage_error(const char *fmt, ...)
 	return EXIT_USAGE;
 }
 
-/* Whole decimal numbers only: "12x", "", "-1" and overflow are refused. */
-static int parse_u64(const char *s, uint64_t min, uint64_t max,
-		     uint64_t *out)
-{
-	unsigned long long v;
-	char *end;
-
-	if (!s || !*s || s[0] == '-' || s[0] == '+' || s[0] == ' ')
-		return -EINVAL;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || *end || v < min || v > max)
-		return -EINVAL;
-	*out = v;
-	return 0;
-}
-
 static int num_arg(const char *what, const char *s, uint64_t min,
 		   uint64_t max, uint64_t *out)
 {
-	if (parse_u64(s, min, max, out))
-		return usage_error("%s: expected an integer in %" PRIu64
-				   "..%" PRIu64 ", got '%s'", what, min, max,
-				   s);
+	unsigned long v;
+
+	/* EXIT_USAGE spelled out: the compiler then sees that *out is set
+	 * whenever 0 is returned. */
+	if (ibmc__parse_ulong(s, 10, min, max, &v)) {
+		usage_error("%s: expected an integer in %" PRIu64 "..%" PRIu64
+			    ", got '%s'", what, min, max, s);
+		return EXIT_USAGE;
+	}
+	*out = v;
 	return 0;
 }
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/parse.h"
 #include "libjob/coll/coll.h"
 #include "libjob/comm.h"
 #include "libjob/env.h"
@@ -58,7 +59,6 @@ int ibmc__algo_lookup(int coll, const char *name, int *param)
 	n = colon ? (size_t)(colon - name) : strlen(name);
 	for (i = 0; i < d->nalgos; i++) {
 		const struct ibmc__algo_desc *a = &d->algos[i];
-		char *end;
 		long v;
 
 		if (strlen(a->name) != n || strncmp(a->name, name, n))
@@ -67,8 +67,7 @@ int ibmc__algo_lookup(int coll, const char *name, int *param)
 			return a->id;
 		if (!a->takes_param || !colon[1])
 			return -EINVAL;
-		v = strtol(colon + 1, &end, 10);
-		if (*end || v < 1 || v > a->param_max)
+		if (ibmc__parse_long(colon + 1, 10, 1, a->param_max, &v))
 			return -EINVAL;
 		if (param)
 			*param = (int)v;
