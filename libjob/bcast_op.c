@@ -898,7 +898,7 @@ static void root_fin(struct ibmc__op *op)
 	struct ibmc__hdr h;
 	int i;
 
-	if (!op->strat->uses_group || !op->child_mc) {
+	if (!op->strat->uses_group || !op->child_mc || op->comm->ghandle < 0) {
 		send_fins(op);
 		return;
 	}

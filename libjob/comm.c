@@ -180,16 +180,18 @@ void ibmc__comm_destroy(struct ibmc_comm *c)
 int ibmc_comm_free(ibmc_comm_t *c)
 {
 	struct ibmc_context *ctx;
+	struct ibmc__task *t;
 
 	if (!c || c->zombie)
 		return -EINVAL;
 	ctx = c->ctx;
 	pthread_mutex_lock(&ctx->lock);
-	if (c->tasks) {
-		pthread_mutex_unlock(&ctx->lock);
-		return -EBUSY;	/* a non-blocking collective in flight */
-	}
-	if (!c->lingering) {
+	for (t = c->tasks; t; t = t->next)
+		if (!t->detached) {
+			pthread_mutex_unlock(&ctx->lock);
+			return -EBUSY;	/* a non-blocking call in flight */
+		}
+	if (!c->lingering && !c->tasks) {
 		ibmc__comm_destroy(c);
 		pthread_mutex_unlock(&ctx->lock);
 		return 0;

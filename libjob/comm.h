@@ -53,6 +53,7 @@ struct ibmc_comm {
 	 * broken) is noticed by the broadcast root: auto then uses
 	 * point-to-point and tries multicast again after a while. */
 	int mc_fail_streak;
+	uint32_t mc_fail_seq;		/* failures before it are not counted */
 	uint64_t mc_suspend_until;	/* bcast count */
 
 	uint32_t next_seq;		/* the next collective's number */
@@ -79,6 +80,10 @@ struct ibmc_comm {
 	 * kept, without its group, answering late packets until its
 	 * lingering tasks expire (task.c) or the context is finalized. */
 	int zombie;
+	/* A collective that failed after this rank returned from it: the
+	 * next call on the communicator reports it (as MPI reports errors
+	 * of completed calls: later). */
+	int deferred_rc;
 
 	struct ibmc__early *early;	/* for collectives not entered yet */
 	int early_count;

@@ -21,7 +21,9 @@
 #include "libjob/task.h"
 #include "libjob/wire.h"
 
-/* Longest ibmc_finalize spends answering late packets. */
+/* Longest ibmc_finalize spends finishing what returned calls still owe,
+ * and then answering late packets. */
+#define DRAIN_OWED_MAX_MS 10000
 #define DRAIN_MAX_MS 1000
 
 /* What each rank contributes to the address exchange. */
@@ -175,6 +177,7 @@ int ibmc_init(const ibmc_bootstrap_t *bs, ibmc_context_t **out)
 	rc = exchange(ctx, bs);
 	if (rc)
 		goto err_lock;
+	ibmc__progress_start(ctx);
 	if (ctx->mcast_err)
 		ibmc_log(IBMC_LOG_INFO,
 			 "libibmcast: rank %d: multicast off: %s", ctx->rank,
@@ -196,10 +199,13 @@ int ibmc_finalize(ibmc_context_t *ctx)
 {
 	if (!ctx)
 		return -EINVAL;
+	ibmc__progress_stop(ctx);
 	pthread_mutex_lock(&ctx->lock);
 	/* Peers may still miss this rank's last words (a FIN, a round
 	 * message): answer them for a while, bounded. */
-	ibmc__drain(ctx, DRAIN_MAX_MS);
+	ibmc__drain(ctx, ctx->env.timeout_ms && ctx->env.timeout_ms <
+			 DRAIN_OWED_MAX_MS ? ctx->env.timeout_ms :
+			 DRAIN_OWED_MAX_MS, DRAIN_MAX_MS);
 	while (ctx->comms)
 		ibmc__comm_destroy(ctx->comms);
 	ibmc__early_free(&ctx->early);

@@ -41,6 +41,13 @@ struct ibmc_context {
 	struct { uint32_t key; int algo, n; } bar_cache[32];
 	int nbar_cache;
 
+	/* The progress thread (progress.c): it moves collectives on while
+	 * no caller is inside the library (in_call counts those). */
+	pthread_t progress;
+	int progress_on, progress_stop;
+	int in_call;
+	pthread_cond_t call_done;
+
 	pthread_mutex_t lock;		/* everything below and every comm */
 	struct ibmc_comm *comms;	/* list of live communicators */
 	struct ibmc__early *early;	/* packets for unknown communicators */

@@ -177,5 +177,9 @@ int ibmc__env_read(struct ibmc__env *e)
 	e->lambda = (int)v;
 	rc = knob("IBMCAST_MCAST_MIN_BYTES", 0, LONG_MAX, -1, &v) ?: rc;
 	e->mcast_min = v;
+	rc = knob("IBMCAST_BCAST_SYNC", 0, 1, 0, &v) ?: rc;
+	e->bcast_sync = (int)v;
+	rc = knob("IBMCAST_PROGRESS_THREAD", 0, 1, 1, &v) ?: rc;
+	e->progress_thread = (int)v;
 	return rc;
 }

@@ -37,6 +37,9 @@ struct ibmc__env {
 	int window;			/* IBMCAST_BCAST_WINDOW, fragments */
 	int lambda;			/* IBMCAST_POSTAL_LAMBDA */
 	long mcast_min;			/* IBMCAST_MCAST_MIN_BYTES */
+	int bcast_sync;			/* IBMCAST_BCAST_SYNC: return only
+					 * when every member holds the data */
+	int progress_thread;		/* IBMCAST_PROGRESS_THREAD */
 };
 
 /* Reads the environment into *e. Never fails for multicast reasons; returns

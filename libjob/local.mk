@@ -19,6 +19,7 @@ libjob_libibmcast_core_la_SOURCES = \
 	libjob/rtt.c libjob/rtt.h \
 	libjob/task.c libjob/task.h \
 	libjob/request.c \
+	libjob/progress.c \
 	libjob/msg.c libjob/msg.h \
 	libjob/bcast_op.c libjob/bcast_op.h \
 	libjob/coll/coll.c libjob/coll/coll.h \
@@ -59,7 +60,8 @@ libjob_tests = \
 	tests/libjob/test_bcast \
 	tests/libjob/test_bcast_loss \
 	tests/libjob/test_bcast_fallback \
-	tests/libjob/test_barrier
+	tests/libjob/test_barrier \
+	tests/libjob/test_early_return
 check_PROGRAMS += $(libjob_tests)
 TESTS += $(libjob_tests)
 libjob_test_ldadd = libjob/libibmcast_core.la common/libibmcast_common.la \
@@ -82,5 +84,8 @@ tests_libjob_test_bcast_fallback_LDADD = $(libjob_test_ldadd)
 tests_libjob_test_barrier_SOURCES = tests/libjob/test_barrier.c \
 	$(libjob_test_helpers)
 tests_libjob_test_barrier_LDADD = $(libjob_test_ldadd)
+tests_libjob_test_early_return_SOURCES = tests/libjob/test_early_return.c \
+	$(libjob_test_helpers)
+tests_libjob_test_early_return_LDADD = $(libjob_test_ldadd)
 
 include $(srcdir)/libjob/transports.mk

@@ -9,6 +9,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "common/clock.h"
 #include "common/log.h"
@@ -58,6 +59,17 @@ static void trim_lingering(struct ibmc_comm *c, int64_t now)
 	}
 }
 
+void ibmc__task_answer(struct ibmc__task *t, int rc)
+{
+	if (t->req) {
+		t->req->done = 1;
+		t->req->rc = rc;
+		t->req->task = NULL;
+		t->req = NULL;
+	}
+	t->detached = 1;
+}
+
 static void complete(struct ibmc__task *t, int rc, int64_t now)
 {
 	struct ibmc_comm *c = t->comm;
@@ -72,17 +84,62 @@ static void complete(struct ibmc__task *t, int rc, int64_t now)
 	t->rc = rc;
 	if (t->ops->complete)
 		t->ops->complete(t, rc);
-	if (t->req) {
-		t->req->done = 1;
-		t->req->rc = rc;
-		t->req->task = NULL;
-		t->req = NULL;
+	if (t->detached && rc && rc != -ECANCELED) {
+		ibmc_log(IBMC_LOG_WARN,
+			 "libibmcast: rank %d: communicator %08x: %s #%u failed after this rank returned from it: %s (reported by the next call)",
+			 c->rank, c->id, ibmc__coll_name(t->coll), t->seq,
+			 strerror(-rc));
+		if (!c->deferred_rc)
+			c->deferred_rc = rc;
 	}
+	ibmc__task_answer(t, rc);
 	t->linger_until = now + LINGER_US;
 	t->next = c->lingering;
 	c->lingering = t;
 	c->nlinger++;
 	trim_lingering(c, now);
+}
+
+static int ndetached(const struct ibmc_comm *c)
+{
+	const struct ibmc__task *t;
+	int n = 0;
+
+	for (t = c->tasks; t; t = t->next)
+		n += t->detached;
+	return n;
+}
+
+/* Pump and progress once, waiting at most until the next timer or 10 ms;
+ * ctx->lock held. */
+static void step(struct ibmc_context *ctx, struct ibmc_request *req)
+{
+	int64_t now = ibmc__task_now(), d, t;
+	int rc;
+
+	d = ibmc__progress_all(ctx, now);
+	if (req && req->done)
+		return;
+	/* Timers are in us, the receive timeout in ms: round up. */
+	t = d == INT64_MAX ? 10 : (d - now + 999) / 1000;
+	if (t < 0)
+		t = 0;
+	if (t > 10)
+		t = 10;
+	rc = ibmc__pump(ctx, (int)t);
+	if (rc && req && req->task)
+		req->task->error = rc;	/* the transport died */
+}
+
+static void call_enter(struct ibmc_context *ctx)
+{
+	ctx->in_call++;
+}
+
+static void call_leave(struct ibmc_context *ctx)
+{
+	if (!--ctx->in_call)
+		pthread_cond_signal(&ctx->call_done);
 }
 
 int ibmc__task_start(struct ibmc_comm *comm, int coll, int algo,
@@ -96,6 +153,21 @@ int ibmc__task_start(struct ibmc_comm *comm, int coll, int algo,
 	if (!t) {
 		free(priv);	/* nothing in it yet */
 		return -ENOMEM;
+	}
+	/* Bound what returned calls leave behind: a root that broadcasts
+	 * in a loop waits here for its oldest broadcast to finish. */
+	if (ndetached(comm) >= IBMC__DETACHED_MAX) {
+		call_enter(comm->ctx);
+		while (ndetached(comm) >= IBMC__DETACHED_MAX)
+			step(comm->ctx, NULL);
+		call_leave(comm->ctx);
+	}
+	if (comm->deferred_rc) {
+		rc = comm->deferred_rc;
+		comm->deferred_rc = 0;
+		free(t);
+		free(priv);
+		return rc;
 	}
 	t->comm = comm;
 	t->ops = ops;
@@ -167,7 +239,7 @@ int64_t ibmc__progress_all(struct ibmc_context *ctx, int64_t now)
 		}
 		if (c->lingering)
 			trim_lingering(c, now);
-		if (c->zombie && !c->lingering)
+		if (c->zombie && !c->tasks && !c->lingering)
 			ibmc__comm_destroy(c);	/* nothing owed any more */
 	}
 	return d;
@@ -176,29 +248,17 @@ int64_t ibmc__progress_all(struct ibmc_context *ctx, int64_t now)
 int ibmc__wait(struct ibmc_request *req)
 {
 	struct ibmc_context *ctx = req->comm->ctx;
-	int64_t now, d, t;
-	int rc;
 
+	call_enter(ctx);
 	while (!req->done) {
-		now = ibmc__task_now();
-		d = ibmc__progress_all(ctx, now);
+		step(ctx, req);
 		if (req->done)
 			break;
-		/* Timers are in us, the receive timeout in ms: round up. */
-		t = d == INT64_MAX ? 10 : (d - now + 999) / 1000;
-		if (t < 0)
-			t = 0;
-		if (t > 10)
-			t = 10;
-		rc = ibmc__pump(ctx, (int)t);
-		if (rc && req->task) {
-			req->task->error = rc;	/* the transport died */
-			continue;
-		}
 		/* Let another thread's collective on this context in. */
 		pthread_mutex_unlock(&ctx->lock);
 		pthread_mutex_lock(&ctx->lock);
 	}
+	call_leave(ctx);
 	return req->rc;
 }
 
@@ -233,22 +293,26 @@ void ibmc__tasks_free(struct ibmc_comm *comm)
 	comm->nlinger = 0;
 }
 
-static int any_lingering(const struct ibmc_context *ctx)
+static int any_tasks(const struct ibmc_context *ctx, int lingering)
 {
 	const struct ibmc_comm *c;
 
 	for (c = ctx->comms; c; c = c->next)
-		if (c->lingering)
+		if (c->tasks || (lingering && c->lingering))
 			return 1;
 	return 0;
 }
 
-void ibmc__drain(struct ibmc_context *ctx, int max_ms)
+void ibmc__drain(struct ibmc_context *ctx, int owed_ms, int late_ms)
 {
-	int64_t start = ibmc__now_ms(), quiet = start;
+	int64_t start = ibmc__now_ms(), quiet;
 	uint64_t rx;
 
-	while (any_lingering(ctx) && ibmc__now_ms() - start < max_ms &&
+	call_enter(ctx);
+	while (any_tasks(ctx, 0) && ibmc__now_ms() - start < owed_ms)
+		step(ctx, NULL);
+	start = quiet = ibmc__now_ms();
+	while (any_tasks(ctx, 1) && ibmc__now_ms() - start < late_ms &&
 	       ibmc__now_ms() - quiet < DRAIN_QUIET_MS) {
 		rx = ctx->received;
 		if (ibmc__pump(ctx, 5))
@@ -257,4 +321,5 @@ void ibmc__drain(struct ibmc_context *ctx, int max_ms)
 		if (ctx->received != rx)
 			quiet = ibmc__now_ms();
 	}
+	call_leave(ctx);
 }

@@ -59,11 +59,17 @@ struct ibmc__task {
 	uint32_t seq;
 	int done, rc;
 	int error;			/* fail with it at the next progress */
+	int detached;			/* the caller has its answer; the task
+					 * finishes what it owes on its own */
 	struct ibmc_request *req;	/* waiting caller, or NULL */
 	int64_t linger_until;		/* us */
 	struct ibmc__args args;
 	void *priv;			/* the algorithm's state */
 };
+
+/* Calls that returned while their task goes on, per communicator, before
+ * the next call waits for the oldest. */
+#define IBMC__DETACHED_MAX 4
 
 /* A non-blocking call's handle (ibmc_test(3)). */
 struct ibmc_request {
@@ -75,6 +81,11 @@ struct ibmc_request {
 
 /* Monotonic microseconds. */
 int64_t ibmc__task_now(void);
+
+/* Give the caller its answer now (rc) while the task goes on in the
+ * background: what a member still owes after the call may return (acks,
+ * repairs, FINs) is finished by whichever thread progresses the context. */
+void ibmc__task_answer(struct ibmc__task *t, int rc);
 
 /*
  * Start a collective on comm (ctx->lock held): takes the next sequence
@@ -106,10 +117,15 @@ struct ibmc__task *ibmc__task_find(struct ibmc_comm *comm, uint32_t seq,
 				   int *lingering);
 
 /*
- * Serve late datagrams before the context goes away: while comm has
- * lingering tasks and datagrams keep arriving, pump, for at most max_ms.
- * ctx->lock held.
+ * Before the context goes away: finish detached tasks (for at most
+ * owed_ms), then serve late datagrams while tasks linger and datagrams
+ * keep arriving (for at most late_ms). ctx->lock held.
  */
-void ibmc__drain(struct ibmc_context *ctx, int max_ms);
+void ibmc__drain(struct ibmc_context *ctx, int owed_ms, int late_ms);
+
+/* The progress thread (progress.c): started by ibmc_init unless
+ * IBMCAST_PROGRESS_THREAD=0, stopped by ibmc_finalize (lock not held). */
+int ibmc__progress_start(struct ibmc_context *ctx);
+void ibmc__progress_stop(struct ibmc_context *ctx);
 
 #endif

@@ -297,7 +297,8 @@ static void deliver(struct lb_hub *h, int dst, const struct lb_pkt *src)
 			s->held = NULL;
 		}
 	}
-	pthread_cond_signal(&s->cv);
+	/* Broadcast: the progress thread may wait beside a receiver. */
+	pthread_cond_broadcast(&s->cv);
 }
 
 static struct lb_pkt *gather(struct ibmc_tr *tr, const struct iovec *iov,
@@ -453,6 +454,28 @@ static int lb_recv(struct ibmc_tr *tr, struct ibmc_tr_pkt *pkt,
 	return rc ? -ETIMEDOUT : 0;
 }
 
+static int lb_wait(struct ibmc_tr *tr, int timeout_ms)
+{
+	struct lb_slot *s;
+	struct timespec ts;
+	int rc = 0;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += timeout_ms / 1000;
+	ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&tr->hub->mu);
+	s = &tr->hub->slots[tr->slot];
+	while (!s->head && !rc && timeout_ms > 0)
+		rc = pthread_cond_timedwait(&s->cv, &tr->hub->mu, &ts);
+	rc = s->head ? 0 : -ETIMEDOUT;
+	pthread_mutex_unlock(&tr->hub->mu);
+	return rc;
+}
+
 const struct ibmc_tr_ops ibmc__tr_loopback_ops = {
 	.name = "loopback",
 	.open = lb_open,
@@ -466,4 +489,5 @@ const struct ibmc_tr_ops ibmc__tr_loopback_ops = {
 	.mcast_detach = lb_mcast_detach,
 	.mcast_send = lb_mcast_send,
 	.recv = lb_recv,
+	.wait = lb_wait,
 };

@@ -78,6 +78,11 @@ struct ibmc_tr_ops {
 	 * 0 and *pkt filled, -ETIMEDOUT when none came, other -errno on a dead
 	 * transport. */
 	int (*recv)(struct ibmc_tr *tr, struct ibmc_tr_pkt *pkt, int timeout_ms);
+	/* Optional: wait up to timeout_ms until a datagram may be ready,
+	 * consuming nothing; 0, or -ETIMEDOUT. Unlike every other op it may
+	 * run while another thread is in recv (the progress thread waits
+	 * with it outside the library lock); a spurious 0 is harmless. */
+	int (*wait)(struct ibmc_tr *tr, int timeout_ms);
 };
 
 extern const struct ibmc_tr_ops ibmc__tr_sim_ops;

@@ -44,6 +44,9 @@ const struct ibmc__coll_desc ibmc__bcast_desc = {
  * packet about it needs for an answer. */
 struct bcast_task {
 	struct ibmc__op op;
+	unsigned char *copy;		/* the data, once the caller has it
+					 * back: repairs are sent from here */
+	int counted;			/* in the communicator's stats */
 	int last_valid;
 	uint32_t last_nfrags;
 	int last_parent;
@@ -98,7 +101,9 @@ static void remember(struct bcast_task *b)
 	t->fragsz = op->fragsz;
 }
 
-/* The root notices multicast that reached nobody. */
+/* The root notices multicast that reached nobody. Broadcasts already
+ * started when a failure was counted do not count again: an early
+ * returning root may have several in flight before its peers attached. */
 static void mcast_health(struct ibmc_comm *c, const struct ibmc__op *op)
 {
 	if (op->algo != IBMC__A_MCAST || op->me != op->root || op->rc ||
@@ -108,6 +113,9 @@ static void mcast_health(struct ibmc_comm *c, const struct ibmc__op *op)
 		c->mc_fail_streak = 0;
 		return;
 	}
+	if ((int32_t)(op->seq - c->mc_fail_seq) < 0)
+		return;
+	c->mc_fail_seq = c->next_seq;
 	if (++c->mc_fail_streak >= MC_FAIL_LIMIT)
 		c->mc_suspend_until = c->st.bcasts + MC_SUSPEND;
 }
@@ -128,12 +136,56 @@ static void t_input(struct ibmc__task *t, const struct ibmc__hdr *h,
 	ibmc__op_input(&b->op, h, payload, plen, is_mcast);
 }
 
+static void count(struct ibmc__task *t, struct bcast_task *b)
+{
+	struct ibmc_comm *c = t->comm;
+
+	if (b->counted)
+		return;
+	b->counted = 1;
+	c->st.bcasts++;
+	if (b->op.algo == IBMC__A_MCAST)
+		c->st.mcast_bcasts++;
+	c->last_algo[IBMC__C_BCAST] = b->op.algo;
+}
+
+/*
+ * Early return (ibmc_bcast(3)): the root once its buffer may be reused,
+ * a member once it holds every byte. What either still owes (the root's
+ * remaining fragments and repairs, a member's acks, repairs to its
+ * subtree, FINs) is sent from a copy by the progress thread or the next
+ * call; the engine itself is unchanged. IBMCAST_BCAST_SYNC=1 keeps the
+ * synchronizing return: when every member holds the data.
+ */
+static int may_return(const struct ibmc__task *t, const struct bcast_task *b)
+{
+	const struct ibmc__op *op = &b->op;
+
+	if (t->detached || !t->req || t->comm->ctx->env.bcast_sync ||
+	    !op->known || op->done)
+		return 0;
+	return op->me == op->root || op->have == op->nfrags;
+}
+
 static int t_progress(struct ibmc__task *t, int64_t now)
 {
 	struct bcast_task *b = t->priv;
 
 	ibmc__op_progress(&b->op, now);
-	return b->op.done ? b->op.rc : IBMC_INPROGRESS;
+	if (b->op.done)
+		return b->op.rc;
+	if (may_return(t, b)) {
+		if (b->op.len) {
+			b->copy = malloc(b->op.len);
+			if (!b->copy)
+				return IBMC_INPROGRESS;	/* then at the end */
+			memcpy(b->copy, b->op.buf, b->op.len);
+			b->op.buf = b->copy;
+		}
+		count(t, b);
+		ibmc__task_answer(t, 0);
+	}
+	return IBMC_INPROGRESS;
 }
 
 static int64_t t_deadline(const struct ibmc__task *t)
@@ -151,17 +203,15 @@ static void t_complete(struct ibmc__task *t, int rc)
 	if (b->op.known) {
 		remember(b);
 		t->algo = b->op.algo;
-		c->last_algo[IBMC__C_BCAST] = b->op.algo;
 	}
 	b->op.rc = rc;
 	mcast_health(c, &b->op);
-	if (!rc) {
-		c->st.bcasts++;
-		if (b->op.algo == IBMC__A_MCAST)
-			c->st.mcast_bcasts++;
-	}
+	if (!rc)
+		count(t, b);
 	/* Lingering needs only the template. */
 	ibmc__op_fini(&b->op);
+	free(b->copy);
+	b->copy = NULL;
 }
 
 /* A late datagram about this completed broadcast: a parent still
@@ -201,6 +251,7 @@ static void t_fini(struct ibmc__task *t)
 	struct bcast_task *b = t->priv;
 
 	ibmc__op_fini(&b->op);
+	free(b->copy);
 	free(b);
 }
 

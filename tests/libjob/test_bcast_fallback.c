@@ -5,7 +5,9 @@
  * retransmissions and makes auto switch to point-to-point; a job state
  * other than ready, malformed IBMCAST_GROUPS and an exhausted pool give
  * point-to-point communicators with the reason; a rank that never enters
- * the broadcast makes it fail with -ETIMEDOUT in bounded time, not hang.
+ * the broadcast makes it fail with -ETIMEDOUT in bounded time, not hang:
+ * with IBMCAST_BCAST_SYNC=1 on the broadcast itself, with early return
+ * (the default) on the next call of a member that returned before.
  */
 #include "config.h"
 
@@ -45,13 +47,15 @@ static int bcast_check(ibmc_comm_t *c, int root, size_t len, uint32_t seed)
 	return rc;
 }
 
-/* Six broadcasts from rank 0, then what the root's auto chose last. */
+/* Broadcasts from rank 0 (six; twelve with early return, whose root
+ * learns that multicast reached nobody up to four broadcasts late), then
+ * what the root's auto chose last. */
 static int run_auto(ibmc_context_t *ctx, int rank, void *arg)
 {
 	struct res *r = arg;
 	const char *why = NULL;
 	ibmc_comm_t *c, *c2;
-	int i, rc;
+	int i, rc, n = getenv("IBMCAST_BCAST_SYNC") ? 6 : 12;
 
 	rc = ibmc_comm_create(ctx, NULL, 0, &c);
 	if (rc)
@@ -60,7 +64,7 @@ static int run_auto(ibmc_context_t *ctx, int rank, void *arg)
 	rc = ibmc_comm_create(ctx, NULL, 0, &c2);
 	if (rc)
 		return rc;
-	for (i = 0; i < 6; i++) {
+	for (i = 0; i < n; i++) {
 		rc = bcast_check(c, 0, 65536, (uint32_t)i);
 		if (rc)
 			atomic_fetch_add(&r->bad, 1);
@@ -92,6 +96,9 @@ static int run_dead(ibmc_context_t *ctx, int rank, void *arg)
 	if (rank != 3) {
 		t0 = lbjob_now();
 		r->rc[rank] = bcast_check(c, 0, 100000, 5);
+		/* Returned early: the failure comes with the next call. */
+		if (!r->rc[rank] && rank != 1 && !getenv("IBMCAST_BCAST_SYNC"))
+			r->rc[rank] = ibmc_barrier(c);
 		r->secs[rank] = lbjob_now() - t0;
 	}
 	/* Rank 3 is "dead": it enters no broadcast until all gave up. */
@@ -103,12 +110,12 @@ static void fault_mcast_broken(void)
 {
 	struct ibmc_loopback_faults f = { .mcast_broken = 1, .seed = 3 };
 	struct res r = { 0 };
-	int bad;
+	int bad, n = getenv("IBMCAST_BCAST_SYNC") ? 48 : 96;
 
 	lbjob_env(1, 2048);
 	ibmc__loopback_set_faults(lbjob_hub(), &f);
 	bad = lbjob_run(8, run_auto, &r);
-	tap_ok(!bad && !r.bad && r.ok == 48,
+	tap_ok(!bad && !r.bad && r.ok == n,
 	       "multicast broken: every broadcast still delivered (%d ok, %d bad)",
 	       (int)r.ok, (int)r.bad + bad);
 	tap_ok(strcmp(r.algo[0], "mcast") != 0,
@@ -131,7 +138,7 @@ static void state_not_ready(const char *var, const char *val,
 	setenv(var, val, 1);
 	setenv("IBMCAST_REASON", "the SM did not confirm in time", 1);
 	bad = lbjob_run(5, run_auto, &r);
-	tap_ok(!bad && !r.bad && r.ok == 30,
+	tap_ok(!bad && !r.bad && r.ok == (getenv("IBMCAST_BCAST_SYNC") ? 30 : 60),
 	       "%s=%.30s: context and broadcasts work (%d ok)", var, val,
 	       (int)r.ok);
 	tap_is_int(r.state_rc[2], want_rc, "  ... communicator state");
@@ -174,6 +181,12 @@ int main(void)
 	state_not_ready("IBMCAST_COMM_MODE", "p2p", -ECANCELED, "p2p");
 	dead_rank("mcast");
 	dead_rank("binomial");
+	/* The synchronizing return: failures come with the call itself. */
+	setenv("IBMCAST_BCAST_SYNC", "1", 1);
+	fault_mcast_broken();
+	dead_rank("mcast");
+	dead_rank("binomial");
+	unsetenv("IBMCAST_BCAST_SYNC");
 	tap_plan(tap__n);
 	return tap_done();
 }
