@@ -191,13 +191,17 @@ int ibmc_comm_free(ibmc_comm_t *c)
 			pthread_mutex_unlock(&ctx->lock);
 			return -EBUSY;	/* a non-blocking call in flight */
 		}
-	if (!c->lingering && !c->tasks) {
+	/* Returned broadcasts still in flight may need the group (the
+	 * root's remaining fragments go by multicast): finish them first. */
+	ibmc__task_settle(c);
+	if (!c->lingering) {
 		ibmc__comm_destroy(c);
 		pthread_mutex_unlock(&ctx->lock);
 		return 0;
 	}
-	/* Peers may still ask for this rank's last messages: the group goes
-	 * back to the pool now, the rest when they stopped asking. */
+	/* Peers may still ask for this rank's last messages (answered by
+	 * unicast): the group goes back to the pool now, the rest when they
+	 * stopped asking. */
 	if (c->group >= 0) {
 		ctx->ops->mcast_detach(ctx->tr, c->ghandle);
 		ctx->pool_used[c->group] = 0;

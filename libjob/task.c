@@ -142,6 +142,14 @@ static void call_leave(struct ibmc_context *ctx)
 		pthread_cond_signal(&ctx->call_done);
 }
 
+void ibmc__task_settle(struct ibmc_comm *comm)
+{
+	call_enter(comm->ctx);
+	while (comm->tasks)
+		step(comm->ctx, NULL);
+	call_leave(comm->ctx);
+}
+
 int ibmc__task_start(struct ibmc_comm *comm, int coll, int algo,
 		     const struct ibmc__task_ops *ops,
 		     const struct ibmc__args *args, void *priv,

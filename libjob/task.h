@@ -109,6 +109,10 @@ int64_t ibmc__progress_all(struct ibmc_context *ctx, int64_t now);
 /* Progress (pulling datagrams) until req completes; ctx->lock held. */
 int ibmc__wait(struct ibmc_request *req);
 
+/* Progress until comm has no task in flight (each is bounded by its own
+ * timeout); ctx->lock held. */
+void ibmc__task_settle(struct ibmc_comm *comm);
+
 /* Free comm's tasks (active ones fail with -ECANCELED). */
 void ibmc__tasks_free(struct ibmc_comm *comm);
 
