@@ -63,15 +63,22 @@ ibmcast_env_from_wait 401 || bail_out "no wait reply for job 401"
 # mpirun OUT [VAR=VALUE...]: $PROG (or the program in RUN_PROG, with the
 # arguments in RUN_ARGS) on NRANKS ranks in MPMD form, rank i on node i+1
 # (its IBMCAST_NODE), with the given environment; exit status of mpiexec;
-# stdout+stderr in OUT.
+# stdout+stderr in OUT. With RUN_STDERR set, rank i's stderr goes straight
+# to $RUN_STDERR.i instead: mpiexec may drop what it had not forwarded yet
+# when a rank aborts.
 mpirun() {
-	local out=$1 i args=() prog=${RUN_PROG:-$PROG}
+	local out=$1 i args=() prog=${RUN_PROG:-$PROG} wrap
 	shift
 	for ((i = 0; i < NRANKS; i++)); do
 		[ "$i" = 0 ] || args+=(:)
+		wrap=()
+		# shellcheck disable=SC2016 # expanded by the rank's sh
+		[ -z "${RUN_STDERR:-}" ] ||
+			wrap=(RANK_STDERR="$RUN_STDERR.$i"
+			      sh -c 'exec "$0" "$@" 2> "$RANK_STDERR"')
 		# shellcheck disable=SC2206 # RUN_ARGS: words
-		args+=(-n 1 env IBMCAST_NODE=node$((i + 1)) "$@" "$prog" \
-			${RUN_ARGS:-})
+		args+=(-n 1 env IBMCAST_NODE=node$((i + 1)) "$@" "${wrap[@]}"
+			"$prog" ${RUN_ARGS:-})
 	done
 	diag "mpiexec: $NRANKS ranks of ${prog##*/} $*"
 	ASAN_OPTIONS=$rank_asan timeout 120 "$MPIEXEC" "${args[@]}" \
@@ -235,11 +242,12 @@ ok "$([ "$rc" != 0 ] && [ "$violations" -gt 0 ]; echo $?)" \
 # that was not kept.
 dp_ctl reset > /dev/null
 rc=0
-RUN_PROG=$BPROG RUN_ARGS=1 mpirun "$tmp/barrier-stall.out" \
-	LD_PRELOAD="$SHIM" IBMCAST_BCAST_TIMEOUT_MS=500 \
-	BARRIER_MPI_STALL_MS=3000 || rc=$?
-ok "$([ "$rc" != 0 ] && ! grep -q '^barrier_mpi: rank' "$tmp/barrier-stall.out"; echo $?)" \
-	"a barrier timing out in libibmcast: the job aborts (mpiexec exits $rc), no rank goes on"
-abort=$(grep -m1 '^ibmcast_mpi: rank [0-9]*: MPI_Barrier on 4 ranks over ibmcast failed: .*; aborting' "$tmp/barrier-stall.out")
+RUN_PROG=$BPROG RUN_ARGS=1 RUN_STDERR=$tmp/barrier-stall.err \
+	mpirun "$tmp/barrier-stall.out" LD_PRELOAD="$SHIM" \
+	IBMCAST_BCAST_TIMEOUT_MS=500 BARRIER_MPI_STALL_MS=3000 || rc=$?
+ok "$([ "$rc" = 70 ] && ! grep -q '^barrier_mpi: rank' "$tmp/barrier-stall.out"; echo $?)" \
+	"a barrier timing out in libibmcast: the job aborts with the shim's status 70 (mpiexec exits $rc), no rank goes on"
+abort=$(cat "$tmp"/barrier-stall.err.* |
+	grep -m1 '^ibmcast_mpi: rank [0-9]*: MPI_Barrier on 4 ranks over ibmcast failed: .*; aborting')
 ok "$([ -n "$abort" ]; echo $?)" "the shim said which barrier failed and why"
-diag "${abort:-$(tail -n 20 "$tmp/barrier-stall.out")}"
+diag "${abort:-$(cat "$tmp"/barrier-stall.out "$tmp"/barrier-stall.err.* | tail -n 20)}"
