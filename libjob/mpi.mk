@@ -12,11 +12,14 @@ libjob_libibmcast_mpi_la_LDFLAGS = -version-info 0:0:0 \
 libjob_libibmcast_mpi_la_LIBADD = libjob/libibmcast.la $(MPI_LIBS)
 dist_man_MANS += man/libibmcast_mpi.7
 
-# An MPI program that knows nothing of ibmcast; mpi_shim.sh runs it with
+# MPI programs that know nothing of ibmcast; mpi_shim.sh runs them with
 # and without the shim preloaded on the simulated fabric.
 check_PROGRAMS += tests/mpi/bcast_mpi
 tests_mpi_bcast_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
 tests_mpi_bcast_mpi_LDADD = $(MPI_LIBS)
+check_PROGRAMS += tests/mpi/barrier_mpi
+tests_mpi_barrier_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
+tests_mpi_barrier_mpi_LDADD = $(MPI_LIBS)
 if BUILD_OSM_PLUGIN
 TESTS += tests/integration/mpi_shim.sh
 endif

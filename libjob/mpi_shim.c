@@ -4,8 +4,9 @@
  * libibmcast's multicast broadcast. MPI_Init bootstraps a context over
  * PMPI_Allgather; every intracommunicator made by MPI_Comm_dup/split/create
  * (and MPI_COMM_WORLD) gets an ibmc communicator at creation, cached as an
- * attribute; MPI_Bcast on those goes through ibmc_bcast. Anything that
- * fails at setup leaves the program on plain MPI; see libibmcast_mpi(7).
+ * attribute; MPI_Bcast and MPI_Barrier on those go through ibmc_bcast and
+ * ibmc_barrier. Anything that fails at setup leaves the program on plain
+ * MPI; see libibmcast_mpi(7).
  */
 #include "config.h"
 
@@ -23,7 +24,7 @@
 
 #define SHIM "ibmcast_mpi"
 
-/* Broadcasts on different communicators may run in different threads
+/* Collectives on different communicators may run in different threads
  * (MPI_THREAD_MULTIPLE): the counters they bump are shared. */
 #define COUNT(x) __atomic_fetch_add(&(x), 1, __ATOMIC_RELAXED)
 
@@ -33,6 +34,10 @@ struct tally {
 	unsigned long mcast, binomial, postal, other;
 	unsigned long packed;		/* ... of them a non-contiguous type */
 	unsigned long passthrough;	/* handed to PMPI_Bcast */
+	unsigned long bar_mcast;	/* barriers by multicast release */
+	unsigned long bar_nway;		/* ... by point-to-point dissemination */
+	unsigned long bar_other;	/* ... by an algorithm added later */
+	unsigned long bar_passthrough;	/* handed to PMPI_Barrier */
 	unsigned long comms;		/* ibmc communicators made */
 	unsigned long comms_p2p;	/* ... of them without multicast */
 	ibmc_comm_stats_t freed;	/* stats of communicators already freed */
@@ -41,7 +46,7 @@ struct tally {
 static struct {
 	int on;			/* context up, communicators are mapped */
 	int finalized;		/* after ibmc_finalize: attributes are stale */
-	int verbose;		/* 1: summary at finalize, 2: every bcast */
+	int verbose;		/* 1: summary at finalize, 2: every call */
 	int rank;		/* in MPI_COMM_WORLD */
 	int keyval;
 	MPI_Comm boot;		/* private dup of MPI_COMM_WORLD */
@@ -84,6 +89,7 @@ static void stats_add(ibmc_comm_stats_t *to, const ibmc_comm_stats_t *s)
 {
 	to->bcasts += s->bcasts;
 	to->mcast_bcasts += s->mcast_bcasts;
+	to->barriers += s->barriers;
 	to->packets_sent += s->packets_sent;
 	to->bytes_sent += s->bytes_sent;
 	to->retransmits += s->retransmits;
@@ -91,6 +97,7 @@ static void stats_add(ibmc_comm_stats_t *to, const ibmc_comm_stats_t *s)
 	to->timeouts += s->timeouts;
 	to->duplicates += s->duplicates;
 	to->stale_dropped += s->stale_dropped;
+	to->pulls += s->pulls;
 }
 
 static int live_add(ibmc_comm_t *ic)
@@ -204,7 +211,7 @@ static void map_comm(MPI_Comm comm)
 		/* (set_attr is local and does not fail on a valid keyval) */
 		if (ic)
 			comm_release(ic);
-		say0("a communicator of %d ranks stays on MPI's broadcast: creating its ibmcast communicator failed on some rank",
+		say0("a communicator of %d ranks stays on MPI's broadcast and barrier: creating its ibmcast communicator failed on some rank",
 		     n);
 		return;
 	}
@@ -259,7 +266,7 @@ static void shim_start(void)
 	 * collective, so all ranks decide together.
 	 */
 	if (!all_agree(S.boot, ok && state && !strcmp(state, "ready"))) {
-		say0("IBMCAST_STATE is %s%s%s: MPI_Bcast stays MPI's own",
+		say0("IBMCAST_STATE is %s%s%s: MPI_Bcast and MPI_Barrier stay MPI's own",
 		     state ? state : "not set (job without --ibmcast)",
 		     reason ? ": " : "", reason ? reason : "");
 		return;
@@ -277,7 +284,7 @@ static void shim_start(void)
 	S.on = 1;
 	map_comm(MPI_COMM_WORLD);
 	if (S.verbose)
-		say0("libibmcast %s up on %d ranks; MPI_Bcast goes over ibmcast",
+		say0("libibmcast %s up on %d ranks; MPI_Bcast and MPI_Barrier go over ibmcast",
 		     IBMC_VERSION_STRING, bs.size);
 }
 
@@ -463,6 +470,73 @@ pass:
 	return PMPI_Bcast(buf, count, type, root, comm);
 }
 
+/*
+ * A barrier that failed on this rank may have released the others, so
+ * PMPI_Barrier cannot redo it (they would not call it again): as for a
+ * broadcast, abort rather than return with the barrier not kept.
+ */
+static void barrier_failed(MPI_Comm comm, int n, int rc)
+{
+	fprintf(stderr,
+		SHIM ": rank %d: MPI_Barrier on %d ranks over ibmcast failed: %s. Other ranks may already have left it, so it cannot be redone with MPI's barrier; aborting (IBMCAST_MPI=0 runs without the shim)\n",
+		S.rank, n, ibmc_strerror(rc));
+	PMPI_Abort(comm, 70);
+}
+
+/*
+ * Every member of a mapped communicator takes this path for every barrier,
+ * so all members run the same algorithm (ibmc_barrier requires it; "auto"
+ * decides on rank 0's measurement, shared with the others).
+ * Intercommunicators are never mapped and go to PMPI_Barrier, whose
+ * two-group semantics ibmc_barrier does not have.
+ */
+int MPI_Barrier(MPI_Comm comm)
+{
+	ibmc_comm_t *ic = comm_of(comm);
+	const char *algo;
+	int n = 0, rc;
+
+	if (!ic)
+		goto pass;
+	rc = ibmc_barrier(ic);
+	if (rc) {
+		PMPI_Comm_size(comm, &n);
+		barrier_failed(comm, n, rc);
+		return MPI_ERR_OTHER;
+	}
+	/* (named with its n when it has one: "nway:3") */
+	algo = ibmc_comm_last_algo(ic, "barrier");
+	if (!strcmp(algo, "mcast"))
+		COUNT(S.t.bar_mcast);
+	else if (!strncmp(algo, "nway", 4) && (!algo[4] || algo[4] == ':'))
+		COUNT(S.t.bar_nway);
+	else
+		COUNT(S.t.bar_other);
+	if (S.verbose >= 2) {
+		PMPI_Comm_size(comm, &n);
+		say0("MPI_Barrier on %d ranks: %s", n, algo);
+	}
+	return MPI_SUCCESS;
+pass:
+	if (S.on) {
+		COUNT(S.t.bar_passthrough);
+		if (S.verbose >= 2)
+			say0("MPI_Barrier: MPI's own barrier");
+	}
+	return PMPI_Barrier(comm);
+}
+
+/*
+ * MPI_Ibcast and MPI_Ibarrier are not wrapped. Their MPI_Request would have
+ * to stand for an ibmc request, which moves only inside libibmcast's calls:
+ * even MPICH's MPIX_Grequest_start, whose poll function MPI_Test and
+ * MPI_Wait call, leaves it still while the rank blocks in any other MPI
+ * call, and a correct program (MPI_Ibarrier, then a blocking receive the
+ * others send only after their MPI_Wait) would hang. They stay MPI's own,
+ * on MPI's channel, which orders them apart from the ibmcast collectives
+ * of the same communicator; see libibmcast_mpi(7).
+ */
+
 static void summary(void)
 {
 	ibmc_comm_stats_t *s = &S.t.freed;
@@ -477,6 +551,10 @@ static void summary(void)
 	     (unsigned long long)s->retransmits,
 	     (unsigned long long)s->repairs,
 	     (unsigned long long)s->timeouts);
+	say0("rank 0: %lu MPI_Barrier over ibmcast (mcast %lu, nway %lu, other %lu), %lu passed to MPI; barriers=%llu pulls=%llu",
+	     S.t.bar_mcast + S.t.bar_nway + S.t.bar_other, S.t.bar_mcast,
+	     S.t.bar_nway, S.t.bar_other, S.t.bar_passthrough,
+	     (unsigned long long)s->barriers, (unsigned long long)s->pulls);
 }
 
 int MPI_Finalize(void)

@@ -9,6 +9,12 @@
 # groups (the data plane replicated packets, the shim's summary counts
 # mcast); with IBMCAST_MPI=0 the same program passes with no fabric
 # traffic; without a ready pool the shim stays out of the way.
+# tests/mpi/barrier_mpi checks that no rank leaves an MPI_Barrier before
+# all entered (world, dup, split, one-rank splits, between broadcasts): the
+# barriers went through libibmcast (auto, then the multicast release),
+# those on an intercommunicator to MPI's own; the check passes MPICH's own
+# barrier (IBMCAST_MPI=0) and catches a program without barriers; a
+# barrier that times out in libibmcast aborts the job, saying why.
 
 # shellcheck disable=SC1091
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
@@ -17,6 +23,8 @@
 
 SHIM=$top_builddir/libjob/.libs/libibmcast_mpi.so
 PROG=$top_builddir/tests/mpi/bcast_mpi
+BPROG=$top_builddir/tests/mpi/barrier_mpi
+BITERS=100	# rounds of barrier_mpi (4 barriers each, on 4 communicators)
 NRANKS=4
 
 plugin_built || skip_all "osm-plugin/.libs/libibmcast_osm.so not built"
@@ -28,9 +36,10 @@ MPIEXEC=$(command -v mpiexec.mpich || command -v mpiexec) ||
 	skip_all "no mpiexec (Debian package mpich)"
 need_file "$SHIM" "libjob/libibmcast_mpi.so (configure found no MPI?)"
 need_file "$PROG" "tests/mpi/bcast_mpi"
+need_file "$BPROG" "tests/mpi/barrier_mpi"
 need_file "$IBMCASTCTL" "tools/ibmcastctl"
 
-plan 14
+plan 35
 
 # Under the sanitizer build: MPICH (UCX) leaks from modules it unloads
 # before exit, which LeakSanitizer cannot name to suppress (a plain
@@ -51,17 +60,27 @@ sim_up --hosts 8 --radix 8 || bail_out "fabric did not come up"
 libjob_reserve 401 "node[1-$NRANKS]" 4 || bail_out "job 401 not ready"
 ibmcast_env_from_wait 401 || bail_out "no wait reply for job 401"
 
-# mpirun OUT [VAR=VALUE...]: the program on NRANKS ranks in MPMD form, rank
-# i on node i+1 (its IBMCAST_NODE), with the given environment; exit status
-# of mpiexec; stdout+stderr in OUT.
+# mpirun OUT [VAR=VALUE...]: $PROG (or the program in RUN_PROG, with the
+# arguments in RUN_ARGS) on NRANKS ranks in MPMD form, rank i on node i+1
+# (its IBMCAST_NODE), with the given environment; exit status of mpiexec;
+# stdout+stderr in OUT. With RUN_STDERR set, rank i's stderr goes straight
+# to $RUN_STDERR.i instead: mpiexec may drop what it had not forwarded yet
+# when a rank aborts.
 mpirun() {
-	local out=$1 i args=()
+	local out=$1 i args=() prog=${RUN_PROG:-$PROG} wrap
 	shift
 	for ((i = 0; i < NRANKS; i++)); do
 		[ "$i" = 0 ] || args+=(:)
-		args+=(-n 1 env IBMCAST_NODE=node$((i + 1)) "$@" "$PROG")
+		wrap=()
+		# shellcheck disable=SC2016 # expanded by the rank's sh
+		[ -z "${RUN_STDERR:-}" ] ||
+			wrap=(RANK_STDERR="$RUN_STDERR.$i"
+			      sh -c 'exec "$0" "$@" 2> "$RANK_STDERR"')
+		# shellcheck disable=SC2206 # RUN_ARGS: words
+		args+=(-n 1 env IBMCAST_NODE=node$((i + 1)) "$@" "${wrap[@]}"
+			"$prog" ${RUN_ARGS:-})
 	done
-	diag "mpiexec: $NRANKS ranks $*"
+	diag "mpiexec: $NRANKS ranks of ${prog##*/} $*"
 	ASAN_OPTIONS=$rank_asan timeout 120 "$MPIEXEC" "${args[@]}" \
 		< /dev/null > "$out" 2>&1
 }
@@ -90,7 +109,7 @@ ok "$(verified "$tmp/shim.out"; echo $?)" \
 	"every rank verified every broadcast (world, dup, split, create; 1 B..1 MiB; BYTE, INT, DOUBLE, strided, mixed)"
 grep -E '^size comm=(world|create).*bytes=1048576' "$tmp/shim.out" |
 	sed 's/^/# /'
-summary=$(grep '^ibmcast_mpi: rank 0: ' "$tmp/shim.out")
+summary=$(grep '^ibmcast_mpi: rank 0: .* MPI_Bcast over ' "$tmp/shim.out")
 diag "$summary"
 mcast=$(sed -n 's/.* over ibmcast (mcast \([0-9]*\),.*/\1/p' <<< "$summary")
 passed=$(sed -n 's/.*), \([0-9]*\) passed to MPI;.*/\1/p' <<< "$summary")
@@ -132,3 +151,103 @@ ok "$(verified "$tmp/nopool.out"; echo $?)" \
 is "$(grep -c '^ibmcast' "$tmp/nopool.out")/$(dp_total_link_bytes)" \
 	"1/0" "IBMCAST_STATE=unavailable: one line from rank 0, no fabric traffic"
 diag "$(grep '^ibmcast' "$tmp/nopool.out")"
+
+# --- MPI_Barrier -----------------------------------------------------------
+# bverified OUT WORD: every rank printed its verdict with 0 errors
+# (WORD: verified; skipped for the control without barriers), no
+# communicator's check failed.
+bverified() {
+	[ "$(grep -cE "^barrier_mpi: rank [0-9]+: [0-9]+ barriers $2 \([0-9]+ on an intercommunicator\), 0 errors\$" "$1")" = "$NRANKS" ] &&
+		! grep -q 'FAIL$' "$1" && grep -q '^comm ' "$1"
+}
+
+# barrier_counts OUT: rank 0's barriers on its mapped communicators and on
+# the intercommunicator, from its verdict: "MAPPED INTER".
+barrier_counts() {
+	sed -n 's/^barrier_mpi: rank 0: \([0-9]*\) barriers [a-z]* (\([0-9]*\) on an.*/\1 \2/p' "$1"
+}
+
+# bsummary OUT: the shim's barrier line of rank 0.
+bsummary() {
+	grep '^ibmcast_mpi: rank 0: .* MPI_Barrier over ' "$1"
+}
+
+# barrier_run NAME [VAR=VALUE...]: barrier_mpi through the shim; checks
+# exit status, verdicts, and that rank 0's barriers went through
+# libibmcast except those on the intercommunicator. Sets bsum.
+barrier_run() {
+	local name=$1 out=$tmp/barrier-$1.out rc=0 counts all inter shim passed
+	shift
+	dp_ctl reset > /dev/null
+	RUN_PROG=$BPROG RUN_ARGS=$BITERS mpirun "$out" LD_PRELOAD="$SHIM" \
+		IBMCAST_MPI_VERBOSE=1 "$@" || rc=$?
+	is "$rc" 0 "barrier_mpi ($name): mpiexec exits 0"
+	ok "$(bverified "$out" verified; echo $?)" \
+		"barrier_mpi ($name): no rank left a barrier before all entered (world, dup, split, solo, intercomm)"
+	grep '^comm ' "$out" | sed 's/^/# /'
+	bsum=$(bsummary "$out")
+	diag "$bsum"
+	counts=$(barrier_counts "$out")
+	all=${counts% *}
+	inter=${counts#* }
+	shim=$(sed -n 's/.*: \([0-9]*\) MPI_Barrier over ibmcast.*/\1/p' <<< "$bsum")
+	passed=$(sed -n 's/.*), \([0-9]*\) passed to MPI;.*/\1/p' <<< "$bsum")
+	is "${shim:-none}/${passed:-none}" "$((all - inter))/$inter" \
+		"barrier_mpi ($name): rank 0's barriers over ibmcast / passed to MPI (only the intercommunicator's)"
+	like "$bsum" " barriers=$((all - inter)) " \
+		"barrier_mpi ($name): libibmcast's own counters saw as many barriers"
+	if [ "$rc" != 0 ] || ! bverified "$out" verified; then
+		diag "$(grep -v ' ok$' "$out" | tail -n 30)"
+	fi
+}
+
+barrier_run auto
+diag "auto chose: $(sed -n 's/.*over ibmcast (\([^)]*\)).*/\1/p' <<< "$bsum")"
+
+barrier_run mcast IBMCAST_BARRIER_ALGO=mcast
+mcast=$(sed -n 's/.*MPI_Barrier over ibmcast (mcast \([0-9]*\),.*/\1/p' <<< "$bsum")
+shim=$(sed -n 's/.*: \([0-9]*\) MPI_Barrier over ibmcast.*/\1/p' <<< "$bsum")
+ok "$([ "${mcast:-0}" -gt 0 ] && [ "$mcast" = "$shim" ]; echo $?)" \
+	"IBMCAST_BARRIER_ALGO=mcast: all ${mcast:-no} of rank 0's barriers over ibmcast were released by multicast"
+extra=$(rx_minus_tx)
+ok "$([ "${extra:-0}" -gt 0 ]; echo $?)" \
+	"IBMCAST_BARRIER_ALGO=mcast: the data plane replicated multicast ($extra more packets delivered than sent)"
+
+barrier_run nway:2 IBMCAST_BARRIER_ALGO=nway:2
+nway=$(sed -n 's/.*nway \([0-9]*\),.*/\1/p' <<< "$bsum")
+shim=$(sed -n 's/.*: \([0-9]*\) MPI_Barrier over ibmcast.*/\1/p' <<< "$bsum")
+ok "$([ "${nway:-0}" -gt 0 ] && [ "$nway" = "$shim" ]; echo $?)" \
+	"IBMCAST_BARRIER_ALGO=nway:2: all ${nway:-no} of rank 0's barriers over ibmcast went by point-to-point dissemination"
+
+# The check itself: it passes MPICH's own barrier and fails a program that
+# leaves the barriers out.
+dp_ctl reset > /dev/null
+rc=0
+RUN_PROG=$BPROG RUN_ARGS=$BITERS mpirun "$tmp/barrier-off.out" \
+	LD_PRELOAD="$SHIM" IBMCAST_MPI=0 || rc=$?
+is "$rc" 0 "barrier_mpi, IBMCAST_MPI=0: mpiexec exits 0"
+ok "$(bverified "$tmp/barrier-off.out" verified; echo $?)" \
+	"barrier_mpi, IBMCAST_MPI=0: MPICH's own barriers pass the check"
+is "$(dp_total_link_bytes)/$(grep -c '^ibmcast' "$tmp/barrier-off.out")" \
+	"0/0" "barrier_mpi, IBMCAST_MPI=0: no fabric traffic, the shim says nothing"
+rc=0
+RUN_PROG=$BPROG RUN_ARGS=$BITERS mpirun "$tmp/barrier-skip.out" \
+	LD_PRELOAD="$SHIM" IBMCAST_MPI=0 BARRIER_MPI_SKIP=1 || rc=$?
+violations=$(grep -c '^comm .* FAIL$' "$tmp/barrier-skip.out")
+ok "$([ "$rc" != 0 ] && [ "$violations" -gt 0 ]; echo $?)" \
+	"without barriers the check fails (mpiexec exits $rc; $violations communicators with violations)"
+
+# A rank that enters a barrier long after libibmcast's timeout: the others'
+# ibmc_barrier fails, and the shim aborts rather than return from a barrier
+# that was not kept.
+dp_ctl reset > /dev/null
+rc=0
+RUN_PROG=$BPROG RUN_ARGS=1 RUN_STDERR=$tmp/barrier-stall.err \
+	mpirun "$tmp/barrier-stall.out" LD_PRELOAD="$SHIM" \
+	IBMCAST_BCAST_TIMEOUT_MS=500 BARRIER_MPI_STALL_MS=3000 || rc=$?
+ok "$([ "$rc" = 70 ] && ! grep -q '^barrier_mpi: rank' "$tmp/barrier-stall.out"; echo $?)" \
+	"a barrier timing out in libibmcast: the job aborts with the shim's status 70 (mpiexec exits $rc), no rank goes on"
+abort=$(cat "$tmp"/barrier-stall.err.* |
+	grep -m1 '^ibmcast_mpi: rank [0-9]*: MPI_Barrier on 4 ranks over ibmcast failed: .*; aborting')
+ok "$([ -n "$abort" ]; echo $?)" "the shim said which barrier failed and why"
+diag "${abort:-$(cat "$tmp"/barrier-stall.out "$tmp"/barrier-stall.err.* | tail -n 20)}"
