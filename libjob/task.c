@@ -110,13 +110,23 @@ static int ndetached(const struct ibmc_comm *c)
 	return n;
 }
 
-/* Pump and progress once, waiting at most until the next timer or 10 ms;
- * ctx->lock held. */
+/*
+ * Pump and progress once, waiting at most until the next timer or 10 ms;
+ * ctx->lock held. What already arrived is taken in before any timer is
+ * looked at: on a busy host this thread may have been off the CPU for
+ * longer than a timeout, with the acknowledgment that answers it waiting
+ * in the queue, and running the timers first fired them for nothing (the
+ * spurious timeouts and resends of a loaded node).
+ */
 static void step(struct ibmc_context *ctx, struct ibmc_request *req)
 {
-	int64_t now = ibmc__task_now(), d, t;
+	int64_t now, d, t;
 	int rc;
 
+	rc = ibmc__pump(ctx, 0);
+	if (rc && req && req->task)
+		req->task->error = rc;	/* the transport died */
+	now = ibmc__task_now();
 	d = ibmc__progress_all(ctx, now);
 	if (req && req->done)
 		return;
