@@ -9,7 +9,8 @@ set -uo pipefail
 usage() {
 	cat <<'EOF'
 Usage: tests/bench/bcast_links.sh [--quick | --loss-only] [--reps N]
-           [--out DIR] [--builddir DIR] [--keep]
+           [--loaded N | --loaded-only N] [--out DIR] [--builddir DIR]
+           [--keep]
 
 Brings up a 64-host two-level fat tree (radix 16: 8 leaves of 8 hosts),
 places each job contiguously (nodes 1..n) and scattered (n nodes dealt
@@ -28,6 +29,15 @@ Prints one table and whether the targets hold:
   --loss-only      only the loss target's points: 32 ranks contiguous,
                    multicast, 64 KiB and 1 MiB, loss-free and under 5% loss
   --reps N         broadcasts per point (default 5; the median is reported)
+  --loaded N       also measure on a busy host, as on a compute node running
+                   an application: N CPU hogs (processes named
+                   ibmcast-bench-hog, each a shell busy loop, stopped by PID
+                   at the end or on any exit) spin while 32 ranks broadcast
+                   8 B loss-free (multicast and binomial) and 4 KiB
+                   loss-free and under 5% loss (multicast); targets: loaded
+                   multicast 8 B within 1.5x of binomial, 4 KiB under 5%
+                   loss within 2x of its loaded loss-free time
+  --loaded-only N  only those busy-host points (a few minutes)
   --out DIR        also write results.csv there (default ./bench-bcast-links)
   --builddir DIR   the build tree (default $IBMCAST_BUILDDIR, else the
                    source tree built in place)
@@ -38,12 +48,17 @@ EOF
 QUICK=0
 LOSS_ONLY=0
 REPS=5
+LOADED=0
+LOADED_ONLY=0
 OUT=./bench-bcast-links
 while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) QUICK=1 ;;
 	--loss-only) LOSS_ONLY=1 ;;
 	--reps) REPS=${2:?--reps needs a number}; shift ;;
+	--loaded) LOADED=${2:?--loaded needs a number}; shift ;;
+	--loaded-only) LOADED=${2:?--loaded-only needs a number}
+		LOADED_ONLY=1; shift ;;
 	--out) OUT=${2:?--out needs a directory}; shift ;;
 	--builddir) export IBMCAST_BUILDDIR=${2:?--builddir needs a directory}
 		shift ;;
@@ -54,6 +69,7 @@ while [ $# -gt 0 ]; do
 	shift
 done
 [[ $REPS =~ ^[1-9][0-9]*$ ]] || { echo "--reps: a positive number" >&2; exit 64; }
+[[ $LOADED =~ ^[0-9]+$ ]] || { echo "--loaded: a number" >&2; exit 64; }
 
 # shellcheck source=tests/lib.sh
 . "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/lib.sh"
@@ -78,6 +94,10 @@ fi
 ALGOS=(mcast binomial)
 HOSTS=64
 PLACES=(contig scatter)
+if [ "$LOADED_ONLY" = 1 ]; then
+	RANKS=(32)
+	PLACES=(contig)
+fi
 if [ "$LOSS_ONLY" = 1 ]; then
 	RANKS=(32)
 	SIZES=(65536 1048576)
@@ -211,6 +231,7 @@ point() {
 		"$place" "$n" "$algo" "$loss" "$size" "$med" $((bytes / REPS)) "$used" "$retx" "$rep" "$tmo" "$drops")"
 }
 
+[ "$LOADED_ONLY" = 1 ] && SIZES=()
 for place in "${PLACES[@]}"; do
 	for n in "${RANKS[@]}"; do
 		[ "$place" = scatter ] && [ "$n" -ge "$HOSTS" ] && continue
@@ -227,6 +248,34 @@ for size in "${SIZES[@]}"; do
 	[ "$size" -ge 4096 ] || continue
 	point contig "$LOSS_N" mcast 0.05 "$size"
 done
+
+# ---- the busy host ----------------------------------------------------------
+HOG_PIDS=()
+stop_hogs() {
+	[ "${#HOG_PIDS[@]}" -gt 0 ] || return 0
+	kill "${HOG_PIDS[@]}" 2> /dev/null
+	wait "${HOG_PIDS[@]}" 2> /dev/null
+	HOG_PIDS=()
+}
+LCSV=$OUT/results-loaded.csv
+if [ "$LOADED" -gt 0 ]; then
+	at_exit stop_hogs
+	for ((i = 0; i < LOADED; i++)); do
+		(exec -a ibmcast-bench-hog bash -c 'while :; do :; done') &
+		HOG_PIDS+=($!)
+	done
+	say "busy host: $LOADED CPU hogs (PIDs ${HOG_PIDS[*]}) on $(nproc) cores"
+	MAIN_CSV=$CSV
+	CSV=$LCSV
+	head -n 1 "$MAIN_CSV" > "$CSV"
+	point contig "$LOSS_N" mcast 0 8
+	point contig "$LOSS_N" binomial 0 8
+	point contig "$LOSS_N" mcast 0 4096
+	point contig "$LOSS_N" mcast 0.05 4096
+	stop_hogs
+	CSV=$MAIN_CSV
+	say "hogs stopped"
+fi
 
 # ---- table and targets ----------------------------------------------------
 echo
@@ -311,6 +360,27 @@ END {
 	if (!seen2) print "  loss recovery target: not measured in this run"
 	printf "  overall: %s\n", ok1 && ok2 && seen1 && seen2 ? "all targets met" : "some target NOT met or not measured"
 }' "$CSV"
+if [ "$LOADED" -gt 0 ]; then
+	echo
+	echo "busy host: $LOADED CPU hogs beside $LOSS_N ranks and the data plane on $(nproc) cores"
+	awk -F, '
+	NR == 1 { next }
+	{ t[$3, $4, $5] = $7; o[$3, $4, $5] = $12; r[$3, $4, $5] = $11
+	  printf "  %-8s loss %-4s %6d B: %10.1f us median, retx %s, timeouts %s\n",
+		$3, $4, $5, $7, $11, $12 }
+	END {
+		if (t["binomial", 0, 8] > 0) {
+			q = t["mcast", 0, 8] / t["binomial", 0, 8]
+			printf "  8 B loss-free, multicast / binomial = %.2f (target <= 1.50)  %s\n",
+				q, q <= 1.5 ? "met" : "NOT met"
+		}
+		if (t["mcast", 0, 4096] > 0 && t["mcast", 0.05, 4096] > 0) {
+			q = t["mcast", 0.05, 4096] / t["mcast", 0, 4096]
+			printf "  4 KiB multicast, 5%% loss / loss-free = %.2f (target <= 2.00)  %s\n",
+				q, q <= 2 ? "met" : "NOT met"
+		}
+	}' "$LCSV"
+fi
 echo
 echo "$(($(wc -l < "$CSV") - 1)) points in $((SECONDS - T_START)) s ($FAILED failed); raw: $CSV"
 [ "$FAILED" = 0 ]
