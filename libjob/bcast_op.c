@@ -82,8 +82,31 @@ static struct ibmc__rtt *ack_est(const struct ibmc__op *op, int height)
 static int64_t child_rto(const struct ibmc__op *op, int height)
 {
 	int64_t base = (int64_t)op->comm->ctx->env.rto_ms * 1000;
+	int lvl = height < IBMC__RTT_LEVELS ? height : IBMC__RTT_LEVELS - 1;
 
-	return ibmc__rtt_rto(ack_est(op, height), base * (height + 1));
+	return ibmc__rto_clamp(ibmc__rtt_rto(ack_est(op, height),
+					     base * (height + 1))
+			       << op->comm->ack_backoff[lvl]);
+}
+
+/*
+ * A timer of this height expired: later broadcasts start from a doubled
+ * timeout until a valid delay sample comes (TCP keeps its backed-off RTO
+ * the same way). Without it, on a busy host where every child is late,
+ * every timer fires, Karn's rule then discards every sample, and the
+ * estimate never leaves its too-short start: every broadcast paid the
+ * same spurious timeouts. Once per broadcast and height.
+ */
+static void back_off(struct ibmc__op *op, int height)
+{
+	int lvl = height < IBMC__RTT_LEVELS ? height : IBMC__RTT_LEVELS - 1;
+	uint32_t bit = 1u << (lvl < 31 ? lvl : 31);
+
+	if (op->backed_off & bit)
+		return;
+	op->backed_off |= bit;
+	if (op->comm->ack_backoff[lvl] < 4)
+		op->comm->ack_backoff[lvl]++;
 }
 
 /* How long a rank waits for the FIN after its final ack. */
@@ -556,8 +579,13 @@ static void on_ack(struct ibmc__op *op, const struct ibmc__hdr *h)
 
 		/* Karn: no sample after a resend or probe to c, nor for
 		 * data this rank itself got late. */
-		if (!c->karn && t > 0 && now > t)
+		if (!c->karn && t > 0 && now > t) {
+			int lvl = c->height < IBMC__RTT_LEVELS ? c->height :
+				  IBMC__RTT_LEVELS - 1;
+
 			ibmc__rtt_sample(ack_est(op, c->height), now - t);
+			op->comm->ack_backoff[lvl] = 0;
+		}
 	}
 	if (moved) {
 		c->backoff = 0;
@@ -791,6 +819,7 @@ static void run_timers(struct ibmc__op *op, int64_t now)
 		if (now < child_deadline(op, c, limit))
 			continue;
 		op->comm->st.timeouts++;
+		back_off(op, c->height);
 		if (c->backoff < MAX_BACKOFF)
 			c->backoff++;
 		c->kick = now;

@@ -114,6 +114,7 @@ struct ibmc__op {
 	int remcast_ok;		/* the last re-multicast made progress */
 	int64_t last_progress;	/* ms */
 
+	uint32_t backed_off;	/* heights whose timeout doubled already */
 	int done, rc;
 };
 

@@ -66,6 +66,8 @@ struct ibmc_comm {
 	 * child's height (retransmission timers); from a final ack to the
 	 * FIN; from a first NACK to its repair. */
 	struct ibmc__rtt ack_rtt[IBMC__RTT_LEVELS];
+	uint8_t ack_backoff[IBMC__RTT_LEVELS];	/* doublings kept until a
+						 * valid sample (bcast_op.c) */
 	struct ibmc__rtt fin_rtt;
 	struct ibmc__rtt nack_rtt;
 	/* Round messages (msg.h): from waiting for one to getting it after
