@@ -14,6 +14,7 @@
 #         slurm_job_state JOBID   COMPLETED, FAILED, ... (scontrol)
 #         slurm_wait_job JOBID S  wait up to S seconds for the job to end
 #         slurm_logs              every daemon log, for diag
+#         pool_json ID | pool_is ID STATE | pool_gone ID   (control server)
 # Sets SLURM_DIR and exports SLURM_CONF for srun, sbatch, squeue, scontrol.
 
 # shellcheck shell=bash disable=SC2034
@@ -261,7 +262,24 @@ pool_json() {
 	"$top_builddir/tools/ibmcastctl" --json status "$1" 2> /dev/null
 }
 
+# pool_is ID STATE: the control server holds pool ID in STATE. Also notes
+# (in $SLURM_DIR/pools.seen) that ID was seen reserved, which pool_gone
+# requires.
+pool_is() {
+	[ "$(pool_json "$1" | jq -r '.jobs[0].state // empty')" = "$2" ] ||
+		return 1
+	grep -qx "$1" "$SLURM_DIR/pools.seen" 2> /dev/null ||
+		echo "$1" >> "$SLURM_DIR/pools.seen"
+}
+
+# pool_gone ID: the control server no longer knows pool ID, which an
+# earlier pool_is saw reserved. A pool never seen fails: "gone" must not
+# pass for one that never existed.
 pool_gone() {
+	if ! grep -qx "$1" "$SLURM_DIR/pools.seen" 2> /dev/null; then
+		echo "pool_gone: pool $1 was never seen reserved" >&2
+		return 1
+	fi
 	[ "$(pool_json "$1" | jq -r '.error // .jobs[0].state')" = unknown_job ]
 }
 
