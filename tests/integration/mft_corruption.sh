@@ -72,8 +72,8 @@ corrupt() {
 	out=$(on_fabric "$CORRUPT" --lid "$SW" --mlid "$MLID" \
 		--clear-port "$PORT" 2>&1)
 	diag "ibmcast-mftcorrupt: $out"
-	[ "$(jq -r '[.old != .new, .new == .read_back] | all' <<< "$out" \
-		2> /dev/null)" = true ]
+	[ "$(jq -r '.positions[0] | [.old != .new, .new == .read_back] |
+		all' <<< "$out" 2> /dev/null)" = true ]
 }
 
 # round TAG: node1 sends one packet to the group; prints what VICTIM and
