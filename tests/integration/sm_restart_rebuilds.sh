@@ -41,28 +41,6 @@ reach_nodes() {
 		jq -r '.mlids[0] | (.members | sort | join(",")) + " consistent=" + (.consistent | tostring)'
 }
 
-# mft_entries MLID...: member HCAs plus switches holding any port, summed
-# over the MLIDs (per the switches' MFTs).
-mft_entries() {
-	# shellcheck disable=SC2046
-	sim diag -- "$WATCH" reach $(printf -- '--mlid %s ' "$@") 2> /dev/null |
-		jq '[.mlids[] | (.members | length) + (.switches | length)] | add'
-}
-
-# wipe MLID...: clears the MLIDs at every position of every switch that
-# holds them; fails if a write did not take.
-wipe() {
-	local m l rc=0
-	for m in "$@"; do
-		for l in $(sim diag -- "$WATCH" reach --mlid "$m" 2> /dev/null |
-			jq -r '.mlids[0].switches[]'); do
-			sim diag -- "$CORRUPT" --lid "$l" --mlid "$m" --wipe \
-				> /dev/null || rc=1
-		done
-	done
-	return "$rc"
-}
-
 run_ok "reserve job 21 on node[1-12], 3 groups" ctl reserve 21 --nodes 'node[1-12]' --groups 3
 run_ok "reserve job 22 on node[13-32], 2 groups" ctl reserve 22 --nodes 'node[13-32]' --groups 2
 run_ok "both ready" sh -c "'$CTL' wait 21 >/dev/null && '$CTL' wait 22 >/dev/null"
@@ -77,7 +55,7 @@ run_ok "stop OpenSM" sim stop-sm
 # shellcheck disable=SC2086
 before=$(mft_entries $mlids)
 # shellcheck disable=SC2086
-wipe $mlids
+mft_wipe $mlids
 rc=$?
 # shellcheck disable=SC2086
 is "$rc/$([ "$before" -gt 0 ]; echo $?)/$(mft_entries $mlids)" "0/0/0" \
