@@ -4,7 +4,9 @@
 # written into one switch (ibmcast-mftcorrupt) sends a ready job back to
 # building on re-verification, with a reason naming the switch; it is not
 # reported ready while the entry stays wrong, and is again once OpenSM
-# rewrites the table (a heavy sweep). With readback off, the plugin keeps
+# rewrites the table (a heavy sweep). A switch that stops answering MFT
+# SMPs keeps the job building with a reason naming it, and nothing hangs.
+# With readback off, the plugin keeps
 # reporting the job ready while the data plane shows the member behind the
 # wrong entry getting nothing: the reason readback is on by default.
 
@@ -23,7 +25,7 @@ need_file "$CORRUPT" "sim-fabric/ibmcast-mftcorrupt (make check builds it)"
 need_file "$DP_BIN" "sim-fabric/ibmcast-dataplane"
 need_file "$DP_TOOL" "tests/dataplane/dp_tool"
 
-plan 15
+plan 18
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ibmcast-corrupt.XXXXXX")
 at_exit "rm -rf '$tmp'"
@@ -38,6 +40,16 @@ OTHER=node5
 status_of() { "$CTL" --json status "$1" 2> /dev/null; }
 counter() { "$CTL" --json status 2> /dev/null | jq ".counters.$1"; }
 job_state() { status_of "$1" | jq -r '.jobs[0].state'; }
+
+# smp_errors SWLID RATE: ibsim drops RATE % of the MulticastForwardingTable
+# SMPs (attribute 0x1b) to and from switch SWLID: at 100 it stops
+# answering them.
+smp_errors() {
+	local desc
+	desc=$(fabric_topology "$SIM_DIR" |
+		awk -v l="$1" '$1 == l && $2 == "desc" { print $3; exit }')
+	"$IBMCAST_SIM" console --dir "$SIM_DIR" -- Error "\"S-$desc\"" "$2" 0x1b
+}
 
 # reach_members MLID: the members mftwatch finds, sorted, comma-separated.
 reach_members() {
@@ -134,6 +146,23 @@ ok $? "after OpenSM's heavy sweep rewrote the table, job 5 is ready again" ||
 	diag "$(status_of 5)"
 is "$(reach_members "$MLID")/$([ "$(counter rebuilds)" -ge 1 ]; echo $?)" "$all/0" \
 	"mftwatch: every member reached again; the plugin counted the rebuild"
+
+# A switch on the tree that stops answering MFT SMPs: not ready, the
+# reason names it, and nothing hangs (status answers, waits end at their
+# bound); once it answers again the job is ready.
+smp_errors "$SW" 100
+wait_until 30 eval '[ "$(job_state 5)" = building ]'
+rc=$?
+is "$rc/$(status_of 5 | jq -r '.jobs[0].groups[0].pending')" \
+	"0/switch LID $SW did not answer the MFT read" \
+	"switch LID $SW stops answering MFT SMPs: job 5 is building, the reason names it"
+w=$("$CTL" --timeout-ms 10000 --json wait 5 --timeout-ms 2000 2> /dev/null)
+is "$(jq -r '[.timed_out, .job.state] | @tsv' <<< "$w")/$(
+	"$CTL" --timeout-ms 10000 --json status | jq -r .ok)" "true	building/true" \
+	"  nothing hangs: a wait ends at its bound, status answers" || diag "$w"
+smp_errors "$SW" 0
+wait_until 60 eval '[ "$(job_state 5)" = ready ]'
+ok $? "  once the switch answers again, job 5 is ready" || diag "$(status_of 5)"
 "$CTL" release 5 > /dev/null 2>&1
 sim_down "$SIM_DIR"
 
