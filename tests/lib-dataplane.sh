@@ -31,6 +31,25 @@ dp_got() {
 	sed -n 's/^got //p' "$f"
 }
 
+# dp_mft_fresh MLID: waits (20 s at most) until the daemon has completed an
+# MFT pass that began after this call and covered MLID (someone uses it):
+# its view of MLID is then no older than the call. This is the condition
+# the tests need before sending, where a fixed sleep only made it likely.
+dp_mft_fresh() {
+	local p0
+	p0=$(dp_ctl counters | jq -e .tables.mft_passes) || return 1
+	wait_until 20 _dp_mft_passed "$1" $((p0 + 2)) ||
+		{ diag "the data plane did not read MLID $1 afresh"; return 1; }
+}
+
+# (The pass running when dp_mft_fresh started may have begun before it;
+# the one after that began after it.)
+_dp_mft_passed() {
+	[ "$(dp_ctl counters | jq .tables.mft_passes)" -ge "$2" ] &&
+		dp_ctl status | jq -e --argjson m "$(($1))" \
+			'.mlids[] | select(.mlid == $m) | .read' > /dev/null
+}
+
 # dp_link_bytes: "link bytes" of every link that carried something.
 dp_link_bytes() {
 	dp_ctl counters | jq -r '.links[] | select(.packets > 0) |

@@ -14,13 +14,13 @@
 #         slurm_job_state JOBID   COMPLETED, FAILED, ... (scontrol)
 #         slurm_wait_job JOBID S  wait up to S seconds for the job to end
 #         slurm_logs              every daemon log, for diag
+#         pool_json ID | pool_is ID STATE | pool_gone ID   (control server)
 # Sets SLURM_DIR and exports SLURM_CONF for srun, sbatch, squeue, scontrol.
 
 # shellcheck shell=bash disable=SC2034
 
 SLURM_DIR=
 _slurm_pids=()
-_slurm_ports=()
 
 # The SPANK plugin the tests load. Slurm runs the plugin's job prolog and
 # epilog in a fresh `slurmstepd spank prolog` whose environment slurmd
@@ -51,22 +51,71 @@ slurm_need() {
 	need_file "$SPANK_SO" ibmcast_spank.so
 }
 
-# A TCP port nobody listens on (checked in /proc/net/tcp{,6}) and not
-# handed out before in this test.
+# Ports for the daemons are picked outside the kernel's ephemeral range
+# (ip_local_port_range), so that no client socket, ours or anyone's, is
+# handed one by connect() between our choosing it and slurmd binding it;
+# and each is held by a lock file in IBMCAST_PORT_LOCKS (one directory for
+# every test on this machine, whatever its build or worktree) until this
+# test exits, so that two tests running at once never pick the same one.
+IBMCAST_PORT_LOCKS=${IBMCAST_PORT_LOCKS:-/tmp/ibmcast-test-ports}
+
+# _port_candidate LO HI: a random port in 10000..LO-1 or HI+1..65535.
+_port_candidate() {
+	local lo=$1 hi=$2 a=0 b=0 r
+	[ "$lo" -gt 10000 ] && a=$((lo - 10000))
+	[ "$hi" -lt 65535 ] && b=$((65535 - hi))
+	[ $((a + b)) -gt 0 ] || return 1
+	r=$(((RANDOM << 15 | RANDOM) % (a + b)))
+	if [ "$r" -lt "$a" ]; then
+		echo $((10000 + r))
+	else
+		echo $((hi + 1 + r - a))
+	fi
+}
+
+# _slurm_free_port: a TCP port outside the ephemeral range that no socket
+# uses (/proc/net/tcp{,6}) and no live test holds, now locked for this
+# test (lock files name the owning test shell, $$, also from a subshell).
 _slurm_free_port() {
-	local p hex i
-	for ((i = 0; i < 200; i++)); do
-		p=$((20000 + RANDOM % 40000))
-		[[ " ${_slurm_ports[*]} " == *" $p "* ]] && continue
+	local lo hi p hex i fd owner
+	read -r lo hi < /proc/sys/net/ipv4/ip_local_port_range || return 1
+	mkdir -p "$IBMCAST_PORT_LOCKS" || return 1
+	exec {fd}>> "$IBMCAST_PORT_LOCKS/.lock" || return 1
+	if ! flock -w 30 "$fd"; then
+		exec {fd}>&-
+		return 1
+	fi
+	for ((i = 0; i < 500; i++)); do
+		p=$(_port_candidate "$lo" "$hi") || break
+		if [ -e "$IBMCAST_PORT_LOCKS/$p" ]; then
+			# Held by a live test (this one included): skip it.
+			# A dead test's lock is taken over.
+			owner=$(cat "$IBMCAST_PORT_LOCKS/$p" 2> /dev/null)
+			[ -n "$owner" ] && kill -0 "$owner" 2> /dev/null &&
+				continue
+		fi
 		hex=$(printf ':%04X ' "$p")
 		grep -q "$hex" /proc/net/tcp /proc/net/tcp6 2> /dev/null &&
 			continue
-		_slurm_ports+=("$p")
+		echo $$ > "$IBMCAST_PORT_LOCKS/$p" || break
+		exec {fd}>&-
 		echo "$p"
 		return 0
 	done
+	exec {fd}>&-
 	return 1
 }
+
+# Registered before slurm_up's slurm_down, so it runs after it: the ports
+# are given back once nothing of ours listens on them any more.
+_slurm_release_ports() {
+	local f
+	for f in "$IBMCAST_PORT_LOCKS"/[0-9]*; do
+		[ "$(cat "$f" 2> /dev/null)" = "$$" ] && rm -f "$f"
+	done
+	return 0
+}
+at_exit _slurm_release_ports
 
 _slurm_start_munged() {
 	local m=$SLURM_DIR/munge
@@ -261,7 +310,24 @@ pool_json() {
 	"$top_builddir/tools/ibmcastctl" --json status "$1" 2> /dev/null
 }
 
+# pool_is ID STATE: the control server holds pool ID in STATE. Also notes
+# (in $SLURM_DIR/pools.seen) that ID was seen reserved, which pool_gone
+# requires.
+pool_is() {
+	[ "$(pool_json "$1" | jq -r '.jobs[0].state // empty')" = "$2" ] ||
+		return 1
+	grep -qx "$1" "$SLURM_DIR/pools.seen" 2> /dev/null ||
+		echo "$1" >> "$SLURM_DIR/pools.seen"
+}
+
+# pool_gone ID: the control server no longer knows pool ID, which an
+# earlier pool_is saw reserved. A pool never seen fails: "gone" must not
+# pass for one that never existed.
 pool_gone() {
+	if ! grep -qx "$1" "$SLURM_DIR/pools.seen" 2> /dev/null; then
+		echo "pool_gone: pool $1 was never seen reserved" >&2
+		return 1
+	fi
 	[ "$(pool_json "$1" | jq -r '.error // .jobs[0].state')" = unknown_job ]
 }
 

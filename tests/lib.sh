@@ -15,6 +15,8 @@
 #           at_exit CMD-STRING  (run at exit, last registered first)
 # Waiting:  wait_until SECONDS CMD...  (retry CMD every 0.2 s until it
 #           succeeds or SECONDS pass) | count_matches FILE ERE
+# MFTs:     fabric_topology DIR | fabric_mft_rows DIR TOPO | on_fabric CMD...
+#           mft_entries MLID... | mft_wipe MLID...  (the fabric's env sourced)
 
 # shellcheck shell=bash disable=SC2034 # variables are for the tests
 
@@ -317,6 +319,33 @@ hostlist_expand() {
 	else
 		echo "$h"
 	fi
+}
+
+# mft_entries MLID...: member HCAs plus switches holding any port of the
+# MLIDs, summed, as the switches' MFTs say (mftwatch; the fabric's env
+# sourced). A route left only on a spine switch counts too.
+mft_entries() {
+	# shellcheck disable=SC2046
+	on_fabric "$top_builddir/sim-fabric/ibmcast-mftwatch" reach \
+		$(printf -- '--mlid %s ' "$@") 2> /dev/null |
+		jq '[.mlids[] | (.members | length) + (.switches | length)] |
+			add // 0'
+}
+
+# mft_wipe MLID...: clears the MLIDs at every position of every switch
+# holding them (ibmcast-mftcorrupt --wipe), as if no SM had ever written
+# them; fails if a write did not take. Only a new SM's writes can then
+# bring them back, where ibsim would otherwise keep the old SM's.
+mft_wipe() {
+	local m l rc=0
+	for m in "$@"; do
+		for l in $(on_fabric "$top_builddir/sim-fabric/ibmcast-mftwatch" \
+			reach --mlid "$m" 2> /dev/null | jq -r '.mlids[0].switches[]'); do
+			on_fabric "$top_builddir/sim-fabric/ibmcast-mftcorrupt" \
+				--lid "$l" --mlid "$m" --wipe > /dev/null || rc=1
+		done
+	done
+	return "$rc"
 }
 
 # on_fabric CMD...: runs CMD attached to the fabric whose DIR/env is

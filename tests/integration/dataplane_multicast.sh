@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Multicast goes where the MFTs the SM wrote carry it, and only there: not
 # while a group's MFTs are not programmed, to exactly the job's nodes once
-# the plugin says ready (plus one refresh bound), and nowhere after
+# the plugin says ready (once the daemon has read them since), and nowhere after
 # release. Then the SA proxy: a real join and leave through OpenSM's SA.
 
 # shellcheck disable=SC1091
@@ -27,9 +27,6 @@ at_exit "rm -rf '$tmp'"
 sim_up --hosts 12 --radix 8 || bail_out "fabric did not come up"
 # shellcheck disable=SC1091
 . "$SIM_DIR/env"
-# One refresh bound: the MFT period (15 ms) plus a pass, generously.
-BOUND=0.3
-
 group() { # JOB: "MGID MLID QKEY" of its group 0 once ready
 	"$CTL" --json wait "$1" --timeout-ms 30000 2> /dev/null |
 		jq -r '.job.groups[0] | "\(.mgid) \(.mlid) \(.qkey)"'
@@ -43,7 +40,7 @@ round() {
 		dp_recv_bg "$tmp/$tag.$n" --node node$n --mgid "$mgid" \
 			--mlid "$mlid" --count 2 --timeout-ms 1500
 	done
-	sleep "$BOUND"	# the receivers' MLID is read once at least
+	dp_mft_fresh "$mlid"	# the daemon has read the MLID since
 	# After a release: until the SM has cleared the MFTs.
 	[ -z "${WAIT_EMPTY:-}" ] || wait_until 20 sh -c \
 		"[ -z \"\$('$IBMCAST_SIM' dataplane --dir '$SIM_DIR' status |
@@ -86,7 +83,7 @@ is "$sum" 0 "node5 and node6 received nothing"
 # but not a QP with its own Q_Key.
 dp_recv_bg "$tmp/qk" --node node3 --qkey 0x5555 --mgid "$mgid" --mlid "$mlid" \
 	--count 1 --timeout-ms 1500
-sleep "$BOUND"
+dp_mft_fresh "$mlid"
 "$DP_TOOL" send-mc --node node1 --mgid "$mgid" --mlid "$mlid" --qkey 0x4444 > /dev/null
 is "$(dp_got "$tmp/qk")" 0 "multicast with a Q_Key the QP does not have is dropped"
 

@@ -14,7 +14,27 @@
 . "$top_srcdir/tests/lib-libjob.sh"
 
 libjob_need
+WATCH=$top_builddir/sim-fabric/ibmcast-mftwatch
+need_file "$WATCH" "sim-fabric/ibmcast-mftwatch"
 plan 19
+
+# routes_gone MLID...: no switch has an MFT entry for any of the MLIDs.
+routes_gone() {
+	# shellcheck disable=SC2046
+	on_fabric "$WATCH" reach $(printf -- '--mlid %s ' "$@") 2> /dev/null |
+		jq -e '[.mlids[] | (.members | length) + (.switches | length)] |
+			add == 0' > /dev/null
+}
+
+# dp_no_members MLID...: the data plane's view of the MLIDs it tracks (it
+# may still track them from earlier jobs) carries them to no HCA.
+dp_no_members() {
+	local ms
+	ms=$(for m in "$@"; do echo $((m)); done | paste -sd,)
+	dp_ctl status | jq -e --argjson ms "[$ms]" '[.mlids[] |
+		select(.mlid as $m | $ms | index($m)) | .members[]] |
+		length == 0' > /dev/null
+}
 
 # 16 hosts on leaves of 4 (radix 8): multicast crosses spines.
 sim_up --hosts 16 --radix 8 || bail_out "fabric did not come up"
@@ -74,7 +94,13 @@ ibmcast_env_from_wait 302
 "$IBMCASTCTL" release 302 > /dev/null
 wait_until 20 sh -c "! '$IBMCASTCTL' status 302" ||
 	diag "job 302 still reserved after release"
-sleep 1 # the data plane rereads the MFTs every few ms; be generous
+# Its routes were there (it was ready): wait until OpenSM has removed them
+# from every switch, then until the data plane's view has caught up.
+mapfile -t M302 < <(tr ' ' '\n' <<< "$IBMCAST_GROUPS" | cut -d/ -f2)
+wait_until 20 routes_gone "${M302[@]}" ||
+	diag "job 302's MLIDs ${M302[*]} still in the MFTs after 20 s"
+wait_until 20 dp_no_members "${M302[@]}" ||
+	diag "the data plane still routes job 302's MLIDs ${M302[*]}"
 dp_ctl reset > /dev/null
 bcast_run "released job's groups (state says ready): 6 ranks still get every byte" \
 	6 'node[1-16]' -- --sizes 1,4096,65536,300000 --roots 0,4 --reps 3

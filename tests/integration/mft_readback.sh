@@ -92,7 +92,18 @@ IBSIM_SOCKNAME=mftrb$$
 export IBSIM_SOCKNAME
 (cd "$tmp" && exec ibsim -s -n net >ibsim.log 2>&1) &
 pids="$! $pids"
-sleep 0.5
+# waitfor TENTHS CMD...: until CMD succeeds, at most TENTHS tenths of a s.
+waitfor() {
+	w=$1
+	shift
+	while ! "$@" >/dev/null 2>&1; do
+		[ "$w" -gt 0 ] || return 1
+		sleep 0.1
+		w=$((w - 1))
+	done
+}
+waitfor 300 grep -q 'Network simulator ready' "$tmp/ibsim.log" ||
+	{ echo "Bail out! ibsim not ready: $(cat "$tmp/ibsim.log")"; exit 1; }
 OSM_TMP_DIR=$tmp OSM_CACHE_DIR=$tmp LD_PRELOAD=$UMAD2SIM SIM_HOST=H-1 \
 	opensm -d2 -f "$tmp/osm.log" >"$tmp/osm.out" 2>&1 &
 pids="$! $pids"
@@ -132,12 +143,19 @@ guid() { # node description -> port GUID, from ibnetdiscover
 g1=$(guid node1) g2=$(guid node2) g3=$(guid node3)
 g4=$(guid node4) g5=$(guid node5) g6=$(guid node6)
 
-# Watch a new group from before it exists until its routes are complete.
-"$WATCH" watch --mlid 0xc001 --nodes node1,node3,node4,node5 \
-	--timeout-ms 15000 --interval-us 2000 >"$tmp/w1" 2>"$tmp/w1.err" &
+# Watch a new group from before it exists until its routes are complete:
+# the watcher discovers the fabric first, then learns the MLID on stdin.
+mkfifo "$tmp/w1.in"
+"$WATCH" watch --mlids-from-stdin --nodes node1,node3,node4,node5 \
+	--timeout-ms 15000 --interval-us 2000 <"$tmp/w1.in" >"$tmp/w1" \
+	2>"$tmp/w1.err" &
 wpid=$!
 pids="$wpid $pids"
-sleep 0.5
+exec 3>"$tmp/w1.in"
+waitfor 300 grep -q 'reading MLIDs' "$tmp/w1.err" ||
+	echo "# the watcher did not finish discovery: $(cat "$tmp/w1.err")"
+echo 0xc001 >&3
+exec 3>&-
 "$TSC" --join ff12:401b:ffff::ffff:ffff $g1 $g2 $g4 $g6 >"$tmp/j0" &&
 "$TSC" --join ff12:1bca::1 $g1 $g3 $g4 $g5 >"$tmp/j1"
 check '[ $? = 0 ] && [ "$(sort -u "$tmp/j0")" = 0xc000 ] &&

@@ -17,7 +17,7 @@ need_file "$CTL" "tools/ibmcastctl"
 need_file "$WATCH" "sim-fabric/ibmcast-mftwatch"
 need_file "$IBMCAST_FATTREE" "ibmcast-fattree"
 
-plan 22
+plan 23
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ibmcast-rel.XXXXXX")
 at_exit "rm -rf '$tmp'"
@@ -53,13 +53,24 @@ reach_switches() {
 		2> /dev/null | jq -r '[.mlids[].switches[]] | unique | .[]'
 }
 
-# cleared_within S MLID...: polls until no switch forwards any of the
-# MLIDs to anyone; prints the seconds it took, or "never".
+# reach_entries MLID...: member HCAs plus switches with any port set, over
+# all the MLIDs ("err" if the read failed). A route left on a spine switch,
+# which forwards to no HCA, still counts.
+reach_entries() {
+	# shellcheck disable=SC2046
+	on_fabric "$WATCH" reach $(printf -- '--mlid %s ' "$@") \
+		2> "$tmp/reach.err" |
+		jq -r '[.mlids[] | (.members | length) + (.switches | length)] |
+			add // 0' 2> /dev/null | grep . || echo err
+}
+
+# cleared_within S MLID...: polls until no switch has an MFT entry for any
+# of the MLIDs; prints the seconds it took, or "never".
 cleared_within() {
 	local s=$1 t0=$SECONDS
 	shift
 	while [ $((SECONDS - t0)) -le "$s" ]; do
-		if [ "$(reach_members "$@")" = 0 ]; then
+		if [ "$(reach_entries "$@")" = 0 ]; then
 			echo $((SECONDS - t0))
 			return 0
 		fi
@@ -108,7 +119,7 @@ w=$("$CTL" --json release 1 2>&1)
 is "$(jq -r '[.ok, .released] | @tsv' <<< "$w" 2>&1)" "true	true" \
 	"release 1: ok, released" || diag "$w"
 t=$(cleared_within 10 "${M1[@]}")
-ok $? "mftwatch: no switch forwards job 1's MLIDs any more (after ${t} s)" ||
+ok $? "mftwatch: no switch has an MFT entry for job 1's MLIDs any more (after ${t} s)" ||
 	diag "$(on_fabric "$WATCH" reach $(printf -- '--mlid %s ' "${M1[@]}") 2>&1 | head -c 1500)"
 rows=$(ibroute_rows "${M1[@]}" -- "${SW1[@]}")
 is "$rows" "" "ibroute: the switches that held them have no rows for them"
@@ -154,7 +165,7 @@ for j in "${J2[@]}"; do
 	"$CTL" release "$j" > /dev/null 2>&1
 done
 t=$(cleared_within 10 "${M1[@]}")
-ok $? "jobs ${J2[*]} released: the routes on job 1's old MLIDs are gone (after ${t} s)"
+ok $? "jobs ${J2[*]} released: no switch has an entry on job 1's old MLIDs (after ${t} s)"
 
 # --- lease expiry ------------------------------------------------------------
 "$CTL" reserve 3 --nodes 'node[1-24]' --groups 4 --lease 2 > /dev/null 2>&1
@@ -162,6 +173,8 @@ w=$("$CTL" --json wait 3 --timeout-ms 20000 2>&1)
 is "$(jq -r '[.job.state, .job.lease_s] | @tsv' <<< "$w" 2>&1)" "ready	2" \
 	"job 3 (lease 2 s) is ready" || diag "$w"
 mapfile -t M3 < <(jq -r '.job.groups[].mlid' <<< "$w" 2> /dev/null)
+is "$(reach_members "${M3[@]}")" $((4 * 24)) \
+	"mftwatch: its 4 MLIDs reach 24 HCAs each" || diag "$(cat "$tmp/reach.err")"
 t0=$SECONDS
 while [ $((SECONDS - t0)) -le 8 ] && "$CTL" status 3 > /dev/null 2>&1; do
 	sleep 0.2
@@ -169,7 +182,7 @@ done
 ok "$( ! "$CTL" status 3 > /dev/null 2>&1; echo $?)" \
 	"job 3's lease ran out: status no longer lists it (within $((SECONDS - t0)) s)"
 t=$(cleared_within 10 "${M3[@]}")
-ok $? "job 3's routes are gone from the MFTs (after ${t} s more)"
+ok $? "job 3's routes are gone from every switch's MFT (after ${t} s more)"
 is "$(used)" "$used0" "status: MLID use is back to $used0 after the expiry"
 
 # --- renew -------------------------------------------------------------------

@@ -25,7 +25,8 @@ touch "$tmp/a/hold"
 
 job=$(slurm_cmd sbatch --parsable --ibmcast=2 -N2 -o "$tmp/a/out" \
 	--wrap "srun -N2 -n2 '$TASK' '$tmp/a'")
-wait_until 60 eval "[ -e '$tmp/a/env.0' ] && [ -e '$tmp/a/env.1' ]"
+wait_until 60 eval "[ -e '$tmp/a/env.0' ] && [ -e '$tmp/a/env.1' ]" &&
+	wait_until 10 pool_is "$job" ready
 ok $? "job $job runs with its pool" || diag "$(slurm_logs)"
 remaining() { pool_json "$job" | jq -r '.jobs[0].lease_remaining_s // -1'; }
 first=$(remaining)

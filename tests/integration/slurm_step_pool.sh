@@ -69,6 +69,7 @@ is "$(sed -n 's/^IBMCAST_GROUPS=//p' "$tmp"/a/env.* | sort -u | wc -l)/$(
 like "$(sed -n 's/^IBMCAST_GROUPS=//p' "$tmp/a/env.0" | cut -d' ' -f1)" \
 	'^ff12:1bca:ffff(:[0-9a-f]{4}){5}/0xc[0-9a-f]{3}/0x1bca[0-9a-f]{4}/0xffff/[0-9]+$' \
 	"a group is MGID/MLID/QKEY/PKEY/MTU"
+pool_is "$job" ready
 is "$(pool_json "$job" | jq -r '.jobs[0] | [.state, .nodes] | @tsv')" \
 	"ready	node[1-4]" "the control server holds pool $job on node[1-4]"
 is "$(reach_members "$job" | sort -u)" "node1,node2,node3,node4" \
@@ -91,18 +92,22 @@ is "$("$CTL" --json status | jq '.jobs | length')" 0 "nothing reserved"
 diag "step-only: sbatch -N4 (no --ibmcast) whose srun --ibmcast=2 -N2 uses two nodes"
 mkdir -p "$tmp/c" && touch "$tmp/c/hold"
 sj=$(slurm_cmd sbatch --parsable -N4 -o "$tmp/c/out" --wrap \
-	"srun -N2 -n2 --ibmcast=2 '$TASK' '$tmp/c'; echo step-done > '$tmp/c/step'; while [ -e '$tmp/c/hold2' ] || [ ! -e '$tmp/c/go' ]; do sleep 0.2; done")
+	"srun -N2 -n2 --ibmcast=2 '$TASK' '$tmp/c'; echo step-done > '$tmp/c/step'; while [ ! -e '$tmp/c/go' ]; do sleep 0.2; done")
 wait_until 60 eval "[ \$(ls '$tmp'/c/env.* 2> /dev/null | wc -l) -ge 2 ]" ||
 	diag "$(cat "$tmp/c/out" 2>&1)" "$(slurm_logs)"
 sid=$(sed -n 's/^IBMCAST_JOB=//p' "$tmp/c/env.0")
 is "$sid" "$(step_pool_id "$sj" 0)" \
 	"the step-only pool has its own id (job $sj step 0)"
+pool_is "$sid" ready
 is "$(pool_json "$sid" | jq -r '.jobs[0] | [.state, .nodes, (.groups | length)] | @tsv')" \
 	"ready	node[1-2]	2" "it spans the step's 2 nodes with 2 groups"
 rm -f "$tmp/c/hold"
 wait_until 60 test -e "$tmp/c/step"
 wait_until 30 pool_gone "$sid"
-ok $? "released when the step ended, while job $sj still runs ($(slurm_job_state "$sj"))" ||
+rc=$?
+# The batch script waits for "go", so the job must still be running here.
+is "$rc/$(slurm_job_state "$sj")" 0/RUNNING \
+	"released when the step ended, while job $sj still runs" ||
 	diag "$(pool_json "$sid")" "$(slurm_logs)"
 touch "$tmp/c/go"
 slurm_wait_job "$sj" 60

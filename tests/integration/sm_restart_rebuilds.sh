@@ -1,7 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
 # Reservations survive an OpenSM restart: they are rebuilt from the state
-# file with the same MGIDs and confirmed ready again; leases that ran out
+# file with the same MGIDs and confirmed ready again (their MFT entries are
+# wiped while OpenSM is down, since ibsim would otherwise keep the old SM's
+# and a new SM that wrote nothing would pass); leases that ran out
 # while the SM was down are dropped; a torn or damaged state file is
 # reported and set aside, and OpenSM keeps serving.
 
@@ -12,10 +14,12 @@ plugin_built || skip_all "osm-plugin/.libs/libibmcast_osm.so not built"
 need_cmd jq jq
 CTL=$top_builddir/tools/ibmcastctl
 WATCH=$top_builddir/sim-fabric/ibmcast-mftwatch
+CORRUPT=$top_builddir/sim-fabric/ibmcast-mftcorrupt
 need_file "$CTL" "tools/ibmcastctl"
 need_file "$WATCH" "sim-fabric/ibmcast-mftwatch"
+need_file "$CORRUPT" "sim-fabric/ibmcast-mftcorrupt (make check builds it)"
 
-plan 27
+plan 30
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ibmcast-rst.XXXXXX")
 at_exit "rm -rf '$tmp'"
@@ -46,7 +50,17 @@ is "$(jq -r '[.jobs[].job] | join(",")' "$STATE")" "21,22" \
 	"the state file holds both reservations"
 
 # --- restart: both come back, same identities, ready, right trees -------
-run_ok "restart OpenSM" sim restart-sm
+mlids=$(ctl --json status | jq -r '[.jobs[].groups[].mlid] | join(" ")')
+run_ok "stop OpenSM" sim stop-sm
+# shellcheck disable=SC2086
+before=$(mft_entries $mlids)
+# shellcheck disable=SC2086
+mft_wipe $mlids
+rc=$?
+# shellcheck disable=SC2086
+is "$rc/$([ "$before" -gt 0 ]; echo $?)/$(mft_entries $mlids)" "0/0/0" \
+	"with OpenSM down, the jobs' $before MFT entries ($mlids) are wiped from the switches"
+run_ok "start OpenSM" sim start-sm
 is "$(ctl --json status | jq -r '[.jobs[].job] | join(",")')" "21,22" \
 	"right after the restart the plugin still knows both jobs"
 run_ok "job 21 ready again" ctl wait 21 --timeout-ms 30000
@@ -56,6 +70,9 @@ is "$(mgids 22)" "$m22" "job 22 keeps its MGIDs"
 want21=$(printf 'node%s\n' $(seq 1 12) | sort | paste -sd,)
 is "$(reach_nodes 21)" "$want21 consistent=true" \
 	"job 21's rebuilt tree reaches exactly node[1-12]"
+want22=$(printf 'node%s\n' $(seq 13 32) | sort | paste -sd,)
+is "$(reach_nodes 22)" "$want22 consistent=true" \
+	"job 22's rebuilt tree reaches exactly node[13-32]"
 is "$(ctl --json status | jq -r .server.state_load_error)" null \
 	"a good state file raises no error"
 

@@ -14,7 +14,10 @@ WATCH=$top_builddir/sim-fabric/ibmcast-mftwatch
 need_file "$CTL" "tools/ibmcastctl"
 need_file "$WATCH" "sim-fabric/ibmcast-mftwatch"
 
-plan 14
+CORRUPT=$top_builddir/sim-fabric/ibmcast-mftcorrupt
+need_file "$CORRUPT" "sim-fabric/ibmcast-mftcorrupt (make check builds it)"
+
+plan 16
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ibmcast-sb.XXXXXX")
 at_exit "rm -rf '$tmp'"
@@ -59,7 +62,22 @@ ok "$(wait_until 15 eval "[ \"\$(sm2_jobs)\" = '[{\"job\":61,\"restoring\":true}
 	"the standby mirrors exactly the master's reservations: $(sm2_jobs)"
 run_ok "SM 2 refuses reservations while standby" sh -c "! '$CTL' --server '$IBMCAST_SERVER_SM2' reserve 63 --nodes 'node1' 2>/dev/null"
 
+# ibsim keeps the switches' MFTs when the master dies: wipe job 61's
+# entries first, so that only the new master's writes can pass the tree
+# check below, and see that nothing rewrote them before it took over.
+m61=$(sm1 --json status 61 | jq -r '[.jobs[0].groups[].mlid] | join(" ")')
+# shellcheck disable=SC2086
+before=$(mft_entries $m61)
+# shellcheck disable=SC2086
+mft_wipe $m61
+rc=$?
+# shellcheck disable=SC2086
+is "$rc/$([ "$before" -gt 0 ]; echo $?)/$(mft_entries $m61)" "0/0/0" \
+	"job 61's $before MFT entries ($m61) are wiped from the switches"
 run_ok "the master dies" "$IBMCAST_SIM" stop-sm --dir "$SIM_DIR" --sm 1
+# shellcheck disable=SC2086
+is "$(mft_entries $m61)/$(sm2 --json status | jq -r .server.sm_state)" \
+	"0/standby" "  and are still wiped when it is gone, before SM 2 takes over"
 ok "$(wait_until 30 eval "[ \"\$(sm2 --json status 2>/dev/null | jq -r .server.sm_state)\" = master ]"; echo $?)" \
 	"SM 2 becomes master"
 run_ok "job 61 is ready on the new master" sm2 wait 61 --timeout-ms 30000

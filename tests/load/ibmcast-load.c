@@ -74,6 +74,7 @@ struct worker {
 	char first_err[MAX_ERR_KINDS][200];
 	uint64_t reserves, releases, cycles, disconnects[3], statuses;
 	uint32_t held; /* the job this worker believes reserved, or 0 */
+	char *held_nodes; /* with --keep: the nodes the held job asked for */
 };
 
 static struct opts o = {
@@ -468,6 +469,13 @@ out:
 		release(w, w->held);
 		w->cycles++;
 	}
+	/* Kept: remember what we asked for, so that the test can check the
+	 * switches against our node list rather than the server's. */
+	if (keep && w->held == job) {
+		free(w->held_nodes);
+		w->held_nodes = nodes;
+		nodes = NULL;
+	}
 	free(nodes);
 }
 
@@ -533,7 +541,8 @@ static void usage(FILE *f)
 "  --job-base ID         first job id (default 1000000)\n"
 "  --wait-ms MS          wait timeout (default 60000)\n"
 "  --keep                end with one more job per worker, reserved and\n"
-"                        ready, left held (listed under \"held\")\n"
+"                        ready, left held (listed under \"held\", their\n"
+"                        nodes under \"held_nodes\")\n"
 "  --json                print the summary as JSON\n"
 "Exit 0 when no request failed, 1 otherwise, 64 on bad usage.\n");
 }
@@ -617,7 +626,7 @@ int main(int argc, char **argv)
 	struct samples all[OP_N] = { 0 };
 	uint64_t t0, elapsed, reserves = 0, releases = 0, statuses = 0;
 	uint64_t disc[3] = { 0 }, nerr = 0;
-	json_t *sum, *lat, *errs, *held, *firsts;
+	json_t *sum, *lat, *errs, *held, *held_nodes, *firsts;
 	unsigned i, started = 0;
 	int op;
 
@@ -654,6 +663,7 @@ int main(int argc, char **argv)
 	errs = json_object();
 	firsts = json_object();
 	held = json_array();
+	held_nodes = json_object();
 	for (i = 0; i < started; i++) {
 		struct worker *w = &ws[i];
 
@@ -664,6 +674,14 @@ int main(int argc, char **argv)
 			disc[k] += w->disconnects[k];
 		if (w->held)
 			json_array_append_new(held, json_integer(w->held));
+		if (w->held && w->held_nodes) {
+			char key[16];
+
+			snprintf(key, sizeof(key), "%" PRIu32, w->held);
+			json_object_set_new(held_nodes, key,
+					    json_string(w->held_nodes));
+		}
+		free(w->held_nodes);
 		for (op = 0; op < OP_N; op++) {
 			struct samples *s = &all[op];
 			uint32_t *v = realloc(s->v, (s->n + w->lat[op].n + 1) *
@@ -718,6 +736,7 @@ int main(int argc, char **argv)
 	json_object_set_new(sum, "error_total", json_integer(nerr));
 	json_object_set_new(sum, "latency", lat);
 	json_object_set_new(sum, "held", held);
+	json_object_set_new(sum, "held_nodes", held_nodes);
 
 	if (o.json) {
 		char *s = json_dumps(sum, JSON_COMPACT);
