@@ -31,6 +31,7 @@ struct card {
 	struct ibmc_tr_addr addr;
 	uint32_t mcast_ok;	/* big-endian 0/1 */
 	uint32_t pool_hash;	/* big-endian */
+	uint32_t node_hash;	/* big-endian: IBMCAST_NODE's hash */
 };
 
 static uint32_t pool_hash(const struct ibmc__env *e)
@@ -91,9 +92,12 @@ static int exchange(struct ibmc_context *ctx, const ibmc_bootstrap_t *bs)
 		return rc;
 	mine.mcast_ok = htobe32(ctx->mcast_err ? 0 : 1);
 	mine.pool_hash = htobe32(pool_hash(&ctx->env));
+	mine.node_hash = htobe32(ibmc__fnv1a32(IBMC__FNV32_INIT, ctx->env.node,
+					      strlen(ctx->env.node)));
 	all = calloc((size_t)ctx->size, sizeof(*all));
 	ctx->peer = calloc((size_t)ctx->size, sizeof(*ctx->peer));
-	if (!all || !ctx->peer) {
+	ctx->node = calloc((size_t)ctx->size, sizeof(*ctx->node));
+	if (!all || !ctx->peer || !ctx->node) {
 		free(all);
 		return -ENOMEM;
 	}
@@ -115,6 +119,7 @@ static int exchange(struct ibmc_context *ctx, const ibmc_bootstrap_t *bs)
 			return rc;
 		}
 		ctx->peer[r] = rc;
+		ctx->node[r] = be32toh(all[r].node_hash);
 	}
 	agree(ctx, all);
 	free(all);
@@ -188,6 +193,7 @@ int ibmc_init(const ibmc_bootstrap_t *bs, ibmc_context_t **out)
 err_lock:
 	pthread_mutex_destroy(&ctx->lock);
 	free(ctx->peer);
+	free(ctx->node);
 err_close:
 	ctx->ops->close(ctx->tr);
 err_free:
@@ -214,6 +220,7 @@ int ibmc_finalize(ibmc_context_t *ctx)
 	pthread_mutex_destroy(&ctx->lock);
 	free(ctx->ids);
 	free(ctx->peer);
+	free(ctx->node);
 	free(ctx);
 	return 0;
 }

@@ -25,6 +25,7 @@ struct ibmc_context {
 	struct ibmc_tr *tr;
 	size_t mtu;			/* transport datagram limit */
 	int *peer;			/* transport handle per context rank */
+	uint32_t *node;			/* node name hash per context rank */
 
 	/* Pool: a group is taken by the lowest-numbered free slot. */
 	int mcast_err;
@@ -36,8 +37,8 @@ struct ibmc_context {
 	struct { uint32_t hash, count; } *ids;
 	int nids;
 
-	/* The barrier algorithm auto chose by measurement, per member set
-	 * (coll/barrier.c): the same on every member of that set. */
+	/* The barrier algorithm auto chose by measurement, per communicator
+	 * size and node layout (coll/barrier.c). */
 	struct { uint32_t key; int algo, n; } bar_cache[32];
 	int nbar_cache;
 

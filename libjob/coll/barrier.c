@@ -8,7 +8,7 @@
  * candidate (n-way for n = 1 .. min(8, P-1), and the multicast release
  * when the communicator may multicast); rank 0's medians decide and a
  * broadcast shares the decision, which every member caches in its
- * context for that member set. Measuring there, not at communicator
+ * context for that size and node layout. Measuring there, not at communicator
  * creation, keeps creation free of traffic (no join, no test, no wait)
  * and costs nothing to communicators that never call a barrier. A
  * non-blocking barrier never measures: it uses what was measured, or
@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/fnv.h"
 #include "libjob/coll/barrier.h"
 #include "libjob/coll/coll.h"
 #include "libjob/comm.h"
@@ -93,13 +94,42 @@ static int needs_measuring(const struct ibmc_comm *c)
 	return a == 0 || (a == IBMC__BA_NWAY && !c->algo_param[IBMC__C_BARRIER]);
 }
 
+/*
+ * What the measurement depends on, for its cache: the communicator's size
+ * and how its ranks fall on nodes (each member's node numbered by first
+ * appearance: block, cyclic and uneven placements differ), the same on
+ * every member since node names went round at ibmc_init.
+ */
+static uint32_t layout_key(const struct ibmc_comm *c)
+{
+	const uint32_t *node = c->ctx->node;
+	uint32_t h = ibmc__fnv1a32(IBMC__FNV32_INIT, &c->size, sizeof(c->size));
+	int i, j, id, nid = 0;
+	int *ids = malloc(sizeof(int) * (size_t)c->size);
+
+	for (i = 0; i < c->size; i++) {
+		id = -1;
+		for (j = 0; ids && j < i && id < 0; j++)
+			if (node[c->members[j]] == node[c->members[i]])
+				id = ids[j];
+		if (id < 0)
+			id = nid++;
+		if (ids)
+			ids[i] = id;
+		h = ibmc__fnv1a32(h, &id, sizeof(id));
+	}
+	free(ids);
+	return h;
+}
+
 static int cache_find(struct ibmc_comm *c)
 {
 	struct ibmc_context *ctx = c->ctx;
+	uint32_t key = layout_key(c);
 	int i;
 
 	for (i = 0; i < ctx->nbar_cache; i++)
-		if (ctx->bar_cache[i].key == c->version) {
+		if (ctx->bar_cache[i].key == key) {
 			c->bar_algo = ctx->bar_cache[i].algo;
 			c->bar_n = ctx->bar_cache[i].n;
 			return 1;
@@ -110,13 +140,14 @@ static int cache_find(struct ibmc_comm *c)
 static void cache_add(struct ibmc_comm *c)
 {
 	struct ibmc_context *ctx = c->ctx;
+	uint32_t key = layout_key(c);
 	int i = ctx->nbar_cache;
 
 	if (i == (int)(sizeof(ctx->bar_cache) / sizeof(ctx->bar_cache[0])))
-		i = (int)(c->version % (unsigned)i);	/* full: replace one */
+		i = (int)(key % (unsigned)i);	/* full: replace one */
 	else
 		ctx->nbar_cache++;
-	ctx->bar_cache[i].key = c->version;
+	ctx->bar_cache[i].key = key;
 	ctx->bar_cache[i].algo = c->bar_algo;
 	ctx->bar_cache[i].n = c->bar_n;
 }
