@@ -13,9 +13,14 @@ dist_man_MANS += man/ibmcast-run.1
 # and tests/bench/bcast_links.sh run it under ibmcast-run.
 check_PROGRAMS += tests/libjob/bcast_check
 tests_libjob_bcast_check_LDADD = libjob/libibmcast.la -lpthread
+# early_exit_check: a member leaves right after its broadcast returned
+# (finalize or vanish); run by libjob_early_exit.sh.
+check_PROGRAMS += tests/libjob/early_exit_check
+tests_libjob_early_exit_check_LDADD = libjob/libibmcast.la
 EXTRA_DIST += tests/lib-libjob.sh
 if BUILD_OSM_PLUGIN
 TESTS += tests/integration/libjob_bcast.sh
+TESTS += tests/integration/libjob_early_exit.sh
 if BUILD_SPANK
 TESTS += tests/integration/libjob_pmi2.sh
 endif

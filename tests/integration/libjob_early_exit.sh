@@ -1,0 +1,44 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# A member that returned early from a broadcast and then leaves, through
+# ibmc_finalize or by vanishing as a crash does (no drain), on the
+# simulated fabric: every other member holds the root's data byte for
+# byte, including the victim's own subtree, and the next collective, which
+# cannot complete without the victim, fails within IBMCAST_BCAST_TIMEOUT_MS
+# instead of hanging.
+
+# shellcheck disable=SC1091
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
+# shellcheck disable=SC1091
+. "$top_srcdir/tests/lib-libjob.sh"
+
+libjob_need
+CHECK=$top_builddir/tests/libjob/early_exit_check
+need_file "$CHECK" "tests/libjob/early_exit_check"
+plan 12
+
+sim_up --hosts 8 --radix 8 || bail_out "fabric did not come up"
+# shellcheck disable=SC1091
+. "$SIM_DIR/env"
+libjob_reserve 331 'node[1-8]' 2 || bail_out "job 331 not ready"
+export IBMCAST_BCAST_TIMEOUT_MS=3000
+
+# case MODE LEN ALGO: 8 ranks, victim rank 4 (an inner node of the
+# binomial tree rooted at 0: ranks 5, 6 and 7 are its subtree).
+case_run() {
+	local mode=$1 len=$2 algo=$3 out rc=0
+	SECONDS=0
+	out=$("$IBMCAST_RUN" -n 8 --nodes 'node[1-8]' --job 331 --timeout 60 \
+		-- "$CHECK" 4 "$mode" "$len" "$algo" 2>&1) || rc=$?
+	is "$rc" 0 "$algo $len B, rank 4 leaves by $mode after returning: every rank exits 0 (${SECONDS}s)" ||
+		diag "$out"
+	is "$(grep -c '^rank [0-9]* data ok' <<< "$out")" 8 \
+		"  ... all 8 ranks, rank 4's subtree too, hold the data" ||
+		diag "$out"
+	is "$(grep -cE '^rank [0-9]+ data ok barrier (Connection timed out|ok)$' <<< "$out")" 7 \
+		"  ... the others' next call returned (bounded)" || diag "$out"
+}
+case_run vanish 100000 mcast
+case_run finalize 100000 mcast
+case_run vanish 20000 binomial
+case_run finalize 300000 mcast

@@ -1,0 +1,96 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * A member that returned early from a broadcast and then leaves must not
+ * hang or corrupt the others. After a warm-up broadcast and a barrier (the
+ * data plane reads a new group's tables within its staleness bound; before
+ * that multicast reaches nobody and every member depends on its parent's
+ * repairs), every rank broadcasts LEN bytes from rank 0 and checks them; then the victim leaves at once, either through
+ * ibmc_finalize (which finishes what it owes) or by vanishing with
+ * _exit(0), as a crash does on the wire (no drain, no goodbye). The others
+ * then call a barrier, which cannot complete without the victim: it must
+ * fail within IBMCAST_BCAST_TIMEOUT_MS, never hang. Prints one line per
+ * rank: "rank R data ok barrier RC" (or "data BAD").
+ *
+ * Usage: early_exit_check VICTIM finalize|vanish LEN [ALGO]
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "ibmcast/ibmcast.h"
+
+static unsigned char byte_at(size_t i)
+{
+	return (unsigned char)(i * 131 + (i >> 8) + 7);
+}
+
+int main(int argc, char **argv)
+{
+	ibmc_bootstrap_t bs;
+	ibmc_context_t *ctx;
+	ibmc_comm_t *c;
+	unsigned char *buf;
+	size_t len, i;
+	int victim, rank, rc, bad = 0;
+
+	if (argc < 4 || (strcmp(argv[2], "finalize") && strcmp(argv[2], "vanish"))) {
+		fprintf(stderr, "usage: early_exit_check VICTIM finalize|vanish LEN [ALGO]\n");
+		return 64;
+	}
+	victim = atoi(argv[1]);
+	len = strtoul(argv[3], NULL, 10);
+	if (ibmc_bootstrap_default(&bs) || ibmc_init(&bs, &ctx) ||
+	    ibmc_comm_create(ctx, NULL, 0, &c)) {
+		fprintf(stderr, "early_exit_check: setup failed\n");
+		return 1;
+	}
+	if (argc > 4 && ibmc_comm_set_algo(c, "bcast", argv[4])) {
+		fprintf(stderr, "early_exit_check: bad algorithm %s\n", argv[4]);
+		return 64;
+	}
+	rank = ibmc_comm_rank(c);
+	buf = malloc(len ? len : 1);
+	if (!buf)
+		return 1;
+	if (ibmc_bcast(c, buf, 1, 0) || ibmc_barrier(c)) {
+		fprintf(stderr, "early_exit_check: warm-up failed\n");
+		return 1;
+	}
+	for (i = 0; i < len; i++)
+		buf[i] = rank == 0 ? byte_at(i) : 0;
+	rc = ibmc_bcast(c, buf, len, 0);
+	for (i = 0; !rc && i < len; i++)
+		if (buf[i] != byte_at(i))
+			bad = 1;
+	if (rc || bad) {
+		printf("rank %d data BAD (%s)\n", rank, rc ? strerror(-rc) : "bytes differ");
+		fflush(stdout);
+	}
+	if (rank == victim) {
+		printf("rank %d data %s left by %s\n", rank, bad || rc ? "BAD" : "ok",
+		       argv[2]);
+		fflush(stdout);
+		if (!strcmp(argv[2], "vanish"))
+			_exit(0);
+		ibmc_comm_free(c);
+		ibmc_finalize(ctx);
+		ibmc_bootstrap_fini(&bs);
+		free(buf);
+		return 0;
+	}
+	if (!rc && !bad) {
+		rc = ibmc_barrier(c);
+		printf("rank %d data ok barrier %s\n", rank,
+		       rc ? strerror(-rc) : "ok");
+		fflush(stdout);
+	}
+	ibmc_comm_free(c);
+	ibmc_finalize(ctx);
+	ibmc_bootstrap_fini(&bs);
+	free(buf);
+	return bad;
+}
