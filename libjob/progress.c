@@ -15,6 +15,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "libjob/comm.h"
 #include "libjob/dispatch.h"
@@ -41,14 +42,9 @@ static void *progress_main(void *arg)
 	while (!ctx->progress_stop) {
 		if (ctx->in_call) {
 			/* The caller pumps; wake when it leaves. */
-			struct timespec ts;
+			struct timespec ts = ibmc__deadline_ts(CLOCK_REALTIME,
+							       IDLE_MS);
 
-			clock_gettime(CLOCK_REALTIME, &ts);
-			ts.tv_nsec += IDLE_MS * 1000000L;
-			if (ts.tv_nsec >= 1000000000L) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000L;
-			}
 			pthread_cond_timedwait(&ctx->call_done, &ctx->lock,
 					       &ts);
 			continue;

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "common/clock.h"
 #include "libjob/transport.h"
 
 #define LB_QUEUE_MAX 8192	/* like a receive queue: full means lost */
@@ -413,18 +414,9 @@ static int lb_recv(struct ibmc_tr *tr, struct ibmc_tr_pkt *pkt,
 		   int timeout_ms)
 {
 	struct lb_slot *s;
-	struct timespec ts;
+	struct timespec ts = ibmc__deadline_ts(CLOCK_MONOTONIC, timeout_ms);
 	int rc = 0;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	if (timeout_ms > 0) {
-		ts.tv_sec += timeout_ms / 1000;
-		ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-		if (ts.tv_nsec >= 1000000000L) {
-			ts.tv_sec++;
-			ts.tv_nsec -= 1000000000L;
-		}
-	}
 	pthread_mutex_lock(&tr->hub->mu);
 	s = &tr->hub->slots[tr->slot];
 	free(s->last);
@@ -457,16 +449,9 @@ static int lb_recv(struct ibmc_tr *tr, struct ibmc_tr_pkt *pkt,
 static int lb_wait(struct ibmc_tr *tr, int timeout_ms)
 {
 	struct lb_slot *s;
-	struct timespec ts;
+	struct timespec ts = ibmc__deadline_ts(CLOCK_MONOTONIC, timeout_ms);
 	int rc = 0;
 
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	ts.tv_sec += timeout_ms / 1000;
-	ts.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
 	pthread_mutex_lock(&tr->hub->mu);
 	s = &tr->hub->slots[tr->slot];
 	while (!s->head && !rc && timeout_ms > 0)
