@@ -7,6 +7,7 @@
 #
 # TAP:      plan N | ok STATUS MSG | is GOT WANT MSG | like GOT ERE MSG
 #           run_ok MSG CMD... | run_fails MSG CMD... | skip MSG
+#           todo STATUS REASON MSG  (a known bug: "# TODO", an XFAIL)
 #           diag MSG... | skip_all REASON | bail_out REASON
 # Needs:    need_cmd CMD [PACKAGE] | need_file PATH [WHAT] | plugin_built
 # Fabrics:  sim_up [ibmcast-sim up options]   sets SIM_DIR; EXIT trap runs
@@ -117,6 +118,20 @@ run_fails() {
 		ok 1 "$msg" || true
 		diag "expected failure, got exit $rc: $*" "$out"
 		return 1
+	fi
+}
+
+# todo STATUS REASON MSG: like ok, for a known bug: reported "# TODO
+# REASON", so a failure is expected (XFAIL) and a pass (XPASS) fails the
+# test until the TODO is removed.
+todo() {
+	local status=$1 reason=$2
+	shift 2
+	_tap_n=$((_tap_n + 1))
+	if [ "$status" = 0 ]; then
+		echo "ok $_tap_n - $* # TODO $reason"
+	else
+		echo "not ok $_tap_n - $* # TODO $reason"
 	fi
 }
 
