@@ -24,8 +24,8 @@ and the targets:
   - auto's choice is never slower than nway:1;
   - at 64 ranks the best algorithm is at least 1.4x faster than MPICH.
 
-  --quick          3 runs of 60 barriers a point, 10 for MPICH (about
-                   6 minutes on 2 cores)
+  --quick          3 runs of 60 barriers a point, 10 for MPICH (3 to 4
+                   minutes on 2 cores)
   --iters N        barriers per run (default 300)
   --reps N         runs per point (default 5)
   --mpi-iters N    MPI_Barriers per point (default 40; MPICH busy-polls,
