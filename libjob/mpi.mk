@@ -23,4 +23,9 @@ tests_mpi_barrier_mpi_LDADD = $(MPI_LIBS)
 if BUILD_OSM_PLUGIN
 TESTS += tests/integration/mpi_shim.sh
 endif
+# The MPI library's own MPI_Barrier, timed like barrier_check --timing;
+# tests/bench/barrier.sh sets it beside libibmcast's barriers.
+check_PROGRAMS += tests/mpi/barrier_time_mpi
+tests_mpi_barrier_time_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
+tests_mpi_barrier_time_mpi_LDADD = $(MPI_LIBS)
 endif

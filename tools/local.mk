@@ -26,6 +26,15 @@ TESTS += tests/integration/libjob_pmi2.sh
 endif
 endif
 
+# barrier_check: barriers whose entries and exits every rank records on
+# the host's one clock, checked by rank 0 (max(enter) <= min(leave)); run
+# by libjob_barrier.sh and tests/bench/barrier.sh under ibmcast-run.
+check_PROGRAMS += tests/libjob/barrier_check
+tests_libjob_barrier_check_LDADD = libjob/libibmcast.la
+if BUILD_OSM_PLUGIN
+TESTS += tests/integration/libjob_barrier.sh
+endif
+
 # bootstrap_check: the bootstraps alone (ibmcast-run's socket, PMI2 under
 # srun), several allgather rounds verified; run by libjob_run.sh.
 check_PROGRAMS += tests/libjob/bootstrap_check
