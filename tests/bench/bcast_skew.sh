@@ -129,6 +129,15 @@ for n in "${RANKS[@]}"; do
 done
 say "jobs ready: ${RANKS[*]} nodes"
 
+# A run's point lines as progress: the times, the longest call, and what
+# the protocol had to recover.
+show_points() {
+	awk '{ for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
+	       printf "  %5d B  skew %4s T: avg %9.1f us, root %9.1f us, longest %9.1f us; retransmits %s, repairs %s, timeouts %s, pulls %s\n",
+		v["size"], v["skew_x"], v["all_us"], v["root_us"], v["longest_us"],
+		v["retransmits"], v["repairs"], v["timeouts"], v["pulls"] }'
+}
+
 # run N LOG ENV... -- bcast_skew options: one launcher in the background
 # (so that a signal stops it at once), its point lines shown as they come.
 run() {
@@ -148,7 +157,7 @@ run() {
 		lines=$(grep -c '^point ' "$log")
 		if [ "$lines" -gt "$seen" ]; then
 			grep '^point ' "$log" | sed -n "$((seen + 1)),${lines}p" |
-				awk '{ printf "  %s %s %s %s %s %s\n", $2, $3, $4, $7, $8, $11 }'
+				show_points
 			seen=$lines
 		fi
 	done
@@ -156,7 +165,7 @@ run() {
 	rc=$?
 	RUN_PID=
 	grep '^point ' "$log" | sed -n "$((seen + 1)),\$p" |
-		awk '{ printf "  %s %s %s %s %s %s\n", $2, $3, $4, $7, $8, $11 }'
+		show_points
 	return "$rc"
 }
 
@@ -170,7 +179,7 @@ for n in "${RANKS[@]}"; do
 done
 say "warm-up broadcasts done"
 
-echo "ranks,rep,config,size,skew_x,avg_skew_us,all_us,root_us,member_us,delay_us,algo,mcast,calls,bad,longest_us" > "$CSV"
+echo "ranks,rep,config,size,skew_x,avg_skew_us,all_us,root_us,member_us,delay_us,algo,mcast,calls,bad,longest_us,retransmits,repairs,timeouts,pulls" > "$CSV"
 FAILED=0
 for n in "${RANKS[@]}"; do
 	BASE=auto
@@ -201,11 +210,12 @@ for n in "${RANKS[@]}"; do
 			grep '^point ' "$log" | awk -v n="$n" -v rep="$rep" \
 				-v cfg="$cfg" '
 				{ for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
-				  printf "%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n", n,
+				  printf "%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n", n,
 					rep, cfg, v["size"], v["skew_x"], v["avg_skew_us"],
 					v["all_us"], v["root_us"], v["member_us"],
 					v["delay_us"], v["algo"], v["mcast"], v["calls"],
-					v["bad"], v["longest_us"] }' >> "$CSV"
+					v["bad"], v["longest_us"], v["retransmits"],
+					v["repairs"], v["timeouts"], v["pulls"] }' >> "$CSV"
 		done
 	done
 done

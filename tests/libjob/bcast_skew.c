@@ -45,6 +45,9 @@ struct point {
 	double delay;		/* seconds from the barrier to the call */
 	double longest;		/* the longest call */
 	uint32_t n_root, n_member, bad, mcast;
+	/* the communicator's counters over the point: what the protocol
+	 * had to recover, to tell it from the machine's scheduling */
+	uint32_t retransmits, repairs, timeouts, pulls;
 };
 
 static ibmc_bootstrap_t bs;
@@ -318,10 +321,12 @@ static void run_point(ibmc_comm_t *comm, const struct opts *o, uint8_t *buf,
 	int n = ibmc_comm_size(comm), me = ibmc_comm_rank(comm);
 	int it, root, rc;
 	double d, t0, t1, tb;
+	ibmc_comm_stats_t st0, st1;
 	uint32_t seed;
 	size_t i;
 
 	memset(p, 0, sizeof(*p));
+	ibmc_comm_get_stats(comm, &st0);
 	for (it = 0; it < o->iters; it++) {
 		root = o->root >= 0 ? o->root % n : (base_it + it) % n;
 		seed = seed_of(len, base_it + it);
@@ -372,6 +377,11 @@ static void run_point(ibmc_comm_t *comm, const struct opts *o, uint8_t *buf,
 			p->bad++;
 		}
 	}
+	ibmc_comm_get_stats(comm, &st1);
+	p->retransmits = (uint32_t)(st1.retransmits - st0.retransmits);
+	p->repairs = (uint32_t)(st1.repairs - st0.repairs);
+	p->timeouts = (uint32_t)(st1.timeouts - st0.timeouts);
+	p->pulls = (uint32_t)(st1.pulls - st0.pulls);
 }
 
 /* Sums every rank's view of a point (all ranks get the same sums). */
@@ -395,6 +405,10 @@ static void gather(const struct point *mine, struct point *all,
 		sum->n_member += all[k].n_member;
 		sum->bad += all[k].bad;
 		sum->mcast += all[k].mcast;
+		sum->retransmits += all[k].retransmits;
+		sum->repairs += all[k].repairs;
+		sum->timeouts += all[k].timeouts;
+		sum->pulls += all[k].pulls;
 	}
 }
 
@@ -476,7 +490,8 @@ int main(int argc, char **argv)
 				       "iters=%d all_us=%.1f root_us=%.1f "
 				       "member_us=%.1f delay_us=%.1f "
 				       "longest_us=%.1f algo=%s mcast=%u "
-				       "calls=%.0f bad=%u\n",
+				       "calls=%.0f bad=%u retransmits=%u "
+				       "repairs=%u timeouts=%u pulls=%u\n",
 				       o.sizes[si], o.skew_x[k], avg * 1e6,
 				       3 * avg * 1e6, o.iters,
 				       s.in_all / calls * 1e6,
@@ -487,7 +502,8 @@ int main(int argc, char **argv)
 						    0,
 				       s.longest * 1e6,
 				       ibmc_comm_last_bcast_algo(comm),
-				       s.mcast, calls, s.bad);
+				       s.mcast, calls, s.bad, s.retransmits,
+				       s.repairs, s.timeouts, s.pulls);
 				fflush(stdout);
 			}
 		}
