@@ -35,10 +35,10 @@ return, the time inside the multicast broadcast stays within 1.5x of its
 skew-free value at every skew (the worst ratio per size, as a range over
 repetitions).
 
-  --quick          16 ranks, 2 B and 8 KiB, skews 0, 2 and 10 T (a minute or two)
+  --quick          16 ranks, 2 B and 8 KiB, skews 0, 2 and 10 T (about a minute)
   --reps N         repetitions of every run, each with its own draws and its
                    own skew-free value (default 1)
-  --iters N        broadcasts per point and run (default 40)
+  --iters N        broadcasts per point and run (default 60)
   --out DIR        also write results.csv and the runs' output there
                    (default ./bench-bcast-skew)
   --builddir DIR   the build tree (default $IBMCAST_BUILDDIR, else the
@@ -49,7 +49,7 @@ EOF
 
 QUICK=0
 REPS=1
-ITERS=40
+ITERS=60
 OUT=./bench-bcast-skew
 while [ $# -gt 0 ]; do
 	case $1 in
