@@ -295,7 +295,7 @@ END {
 				if (w > hi) hi = w
 			}
 			if (hi < 0) { rng = "n/a"; if (c == 1) ok = 0 }
-			else if (lo == hi || reps == 1) rng = sprintf("%.2f", hi)
+			else if (sprintf("%.2f", lo) == sprintf("%.2f", hi)) rng = sprintf("%.2f", hi)
 			else rng = sprintf("%.2f-%.2f", lo, hi)
 			line = line sprintf("  %s %-9s", cf[c], rng)
 			if (c == 1) { verdict = (hi >= 0 && hi <= 1.5) ? "met" : "NOT met"; if (verdict != "met") ok = 0 }
