@@ -18,6 +18,12 @@ tests_libjob_bcast_check_LDADD = libjob/libibmcast.la -lpthread
 check_PROGRAMS += tests/libjob/early_exit_check
 tests_libjob_early_exit_check_LDADD = libjob/libibmcast.la
 EXTRA_DIST += tests/lib-libjob.sh
+
+# bcast_skew: the time ranks spend inside ibmc_bcast when they call it at
+# random times after a barrier (seed 001's process skew); a benchmark
+# program for tests/bench/bcast_skew.sh, not a test.
+check_PROGRAMS += tests/libjob/bcast_skew
+tests_libjob_bcast_skew_LDADD = libjob/libibmcast.la
 if BUILD_OSM_PLUGIN
 TESTS += tests/integration/libjob_bcast.sh
 TESTS += tests/integration/libjob_early_exit.sh
