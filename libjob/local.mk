@@ -30,6 +30,14 @@ libjob_libibmcast_core_la_SOURCES = \
 	libjob/coll/barrier.c libjob/coll/barrier.h \
 	libjob/coll/barrier_nway.c \
 	libjob/coll/barrier_mcast.c \
+	libjob/xfer.c libjob/xfer.h \
+	libjob/reduce.c libjob/reduce.h \
+	libjob/coll/allgather.c libjob/coll/allgather.h \
+	libjob/coll/allgather_ring.c \
+	libjob/coll/allgather_rd.c \
+	libjob/coll/allreduce.c libjob/coll/allreduce.h \
+	libjob/coll/allreduce_rd.c \
+	libjob/coll/allreduce_tree.c \
 	libjob/tr_registry.c \
 	libjob/tr_loopback.c
 libjob_libibmcast_core_la_LIBADD = common/libibmcast_common.la -lpthread
@@ -62,7 +70,8 @@ libjob_tests = \
 	tests/libjob/test_bcast_loss \
 	tests/libjob/test_bcast_fallback \
 	tests/libjob/test_barrier \
-	tests/libjob/test_early_return
+	tests/libjob/test_early_return \
+	tests/libjob/test_allgather
 check_PROGRAMS += $(libjob_tests)
 TESTS += $(libjob_tests)
 libjob_test_ldadd = libjob/libibmcast_core.la common/libibmcast_common.la \
@@ -88,5 +97,8 @@ tests_libjob_test_barrier_LDADD = $(libjob_test_ldadd)
 tests_libjob_test_early_return_SOURCES = tests/libjob/test_early_return.c \
 	$(libjob_test_helpers)
 tests_libjob_test_early_return_LDADD = $(libjob_test_ldadd)
+tests_libjob_test_allgather_SOURCES = tests/libjob/test_allgather.c \
+	$(libjob_test_helpers)
+tests_libjob_test_allgather_LDADD = $(libjob_test_ldadd)
 
 include $(srcdir)/libjob/transports.mk

@@ -24,6 +24,8 @@ static uint64_t get64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return b
  *   ACK: 24 b, and 28 mask when F_MASK (a zero mask is not sent);
  *   REQ: 24 b, 28 mask;
  *   MSG: 24 b, then the payload;
+ *   XDATA: 24 b, 28 len, then the payload;
+ *   XACK: 24 b, 28 mask;
  *   PROBE, FIN, PULL: nothing.
  */
 size_t ibmc__wire_encode(const struct ibmc__hdr *h, uint8_t *out)
@@ -63,6 +65,14 @@ size_t ibmc__wire_encode(const struct ibmc__hdr *h, uint8_t *out)
 	case IBMC__K_MSG:
 		put32(out + 24, h->b);
 		return IBMC__WIRE_MSG;
+	case IBMC__K_XDATA:
+		put32(out + 24, h->b);
+		put32(out + 28, h->len);
+		return IBMC__WIRE_XDATA;
+	case IBMC__K_XACK:
+		put32(out + 24, h->b);
+		put64(out + 28, h->mask);
+		return 36;
 	default:
 		return IBMC__WIRE_BASE;
 	}
@@ -122,6 +132,19 @@ int ibmc__wire_decode(const void *buf, size_t len, struct ibmc__hdr *h)
 			return -EBADMSG;
 		h->b = get32(p + 24);
 		h->hlen = IBMC__WIRE_MSG;
+		return 0;
+	case IBMC__K_XDATA:
+		if (len < IBMC__WIRE_XDATA)
+			return -EBADMSG;
+		h->b = get32(p + 24);
+		h->len = get32(p + 28);
+		h->hlen = IBMC__WIRE_XDATA;
+		return 0;
+	case IBMC__K_XACK:
+		if (len < 36)
+			return -EBADMSG;
+		h->b = get32(p + 24);
+		h->mask = get64(p + 28);
 		return 0;
 	case IBMC__K_PROBE:
 	case IBMC__K_FIN:

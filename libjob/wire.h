@@ -24,11 +24,14 @@
 #define IBMC__WIRE_BASE 24	/* PROBE, FIN */
 #define IBMC__WIRE_CTL 36	/* the largest control packet */
 #define IBMC__WIRE_MSG 28	/* bytes before a MSG payload */
+#define IBMC__WIRE_XDATA 32	/* bytes before an XDATA payload */
 
 /* The collective a datagram belongs to (high nibble of byte 3). */
 enum ibmc__coll {
 	IBMC__C_BCAST = 0,
 	IBMC__C_BARRIER = 1,
+	IBMC__C_ALLGATHER = 2,
+	IBMC__C_ALLREDUCE = 3,
 	IBMC__C_COUNT
 };
 
@@ -42,6 +45,10 @@ enum ibmc__kind {
 	/* Short messages of round-based algorithms (msg.h). */
 	IBMC__K_MSG = 6,	/* a = slot, b = word; payload follows */
 	IBMC__K_PULL = 7,	/* a = slot: "send me that message again" */
+	/* Point-to-point transfers of any length (xfer.h). */
+	IBMC__K_XDATA = 8,	/* a = fragment, b = tag, len; payload */
+	IBMC__K_XACK = 9,	/* a = fragments held in a row, b = tag,
+				 * mask = held after them */
 };
 
 enum ibmc__algo {

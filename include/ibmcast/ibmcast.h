@@ -157,6 +157,52 @@ int ibmc_comm_set_algo(ibmc_comm_t *comm, const char *coll,
  * or "none". */
 const char *ibmc_comm_last_algo(const ibmc_comm_t *comm, const char *coll);
 
+/* Datatypes and operations of ibmc_allreduce() (MPI's predefined ones on
+ * the C basic types; the *_INT pairs are MPI's MINLOC/MAXLOC types, laid
+ * out as the C structs { T value; int index; }). */
+typedef enum ibmc_dtype {
+	IBMC_INT8, IBMC_UINT8, IBMC_INT16, IBMC_UINT16,
+	IBMC_INT32, IBMC_UINT32, IBMC_INT64, IBMC_UINT64,
+	IBMC_FLOAT, IBMC_DOUBLE, IBMC_LONG_DOUBLE,
+	IBMC_FLOAT_INT, IBMC_DOUBLE_INT, IBMC_LONG_INT, IBMC_2INT,
+	IBMC_SHORT_INT, IBMC_LONG_DOUBLE_INT,
+} ibmc_dtype_t;
+
+typedef enum ibmc_op {
+	IBMC_SUM, IBMC_PROD, IBMC_MIN, IBMC_MAX,
+	IBMC_LAND, IBMC_LOR, IBMC_LXOR, IBMC_BAND, IBMC_BOR, IBMC_BXOR,
+	IBMC_MINLOC, IBMC_MAXLOC,
+} ibmc_op_t;
+
+/* As sendbuf: the data is already in place in recvbuf. */
+#define IBMC_IN_PLACE ((const void *)1)
+
+/*
+ * Allgather: every member's blocklen bytes from sendbuf (or, with
+ * IBMC_IN_PLACE, from its own slot of recvbuf) to every member's recvbuf,
+ * in communicator rank order (size * blocklen bytes). Algorithm:
+ * IBMCAST_ALLGATHER_ALGO or ibmc_comm_set_algo(comm, "allgather", ...):
+ * "ring", "recursive_doubling", "mcast", "auto". See ibmc_allgather(3).
+ */
+int ibmc_allgather(ibmc_comm_t *comm, const void *sendbuf, void *recvbuf,
+		   size_t blocklen);
+int ibmc_iallgather(ibmc_comm_t *comm, const void *sendbuf, void *recvbuf,
+		    size_t blocklen, ibmc_request_t **req);
+
+/*
+ * Allreduce: recvbuf = the reduction with op of every member's count
+ * elements of dtype (sendbuf, or recvbuf with IBMC_IN_PLACE), the same
+ * bits on every member. Algorithm: IBMCAST_ALLREDUCE_ALGO or
+ * ibmc_comm_set_algo(comm, "allreduce", ...): "recursive_doubling",
+ * "mcast" (reduce up a tree, result by multicast), "auto". See
+ * ibmc_allreduce(3).
+ */
+int ibmc_allreduce(ibmc_comm_t *comm, const void *sendbuf, void *recvbuf,
+		   size_t count, ibmc_dtype_t dtype, ibmc_op_t op);
+int ibmc_iallreduce(ibmc_comm_t *comm, const void *sendbuf, void *recvbuf,
+		    size_t count, ibmc_dtype_t dtype, ibmc_op_t op,
+		    ibmc_request_t **req);
+
 /* Broadcast shorthands: ibmc_comm_set_algo(comm, "bcast", name) with
  * "auto", "mcast", "binomial", "postal"; the last broadcast's algorithm. */
 int ibmc_comm_set_bcast_algo(ibmc_comm_t *comm, const char *name);
@@ -167,6 +213,8 @@ typedef struct ibmc_comm_stats {
 	uint64_t bcasts;		/* completed broadcasts */
 	uint64_t mcast_bcasts;		/* ... of which over multicast */
 	uint64_t barriers;		/* completed barriers */
+	uint64_t allgathers;		/* completed allgathers */
+	uint64_t allreduces;		/* completed allreduces */
 	uint64_t packets_sent;		/* data + control, all kinds */
 	uint64_t bytes_sent;		/* payload bytes this rank sent */
 	uint64_t retransmits;		/* data fragments sent again */

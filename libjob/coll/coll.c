@@ -16,6 +16,8 @@
 static const struct ibmc__coll_desc *const colls[IBMC__C_COUNT] = {
 	[IBMC__C_BCAST] = &ibmc__bcast_desc,
 	[IBMC__C_BARRIER] = &ibmc__barrier_desc,
+	[IBMC__C_ALLGATHER] = &ibmc__allgather_desc,
+	[IBMC__C_ALLREDUCE] = &ibmc__allreduce_desc,
 };
 
 const struct ibmc__coll_desc *ibmc__coll_get(int coll)

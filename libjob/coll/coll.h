@@ -35,6 +35,8 @@ struct ibmc__coll_desc {
 /* The collectives' tables (coll/bcast.c, coll/barrier.c). */
 extern const struct ibmc__coll_desc ibmc__bcast_desc;
 extern const struct ibmc__coll_desc ibmc__barrier_desc;
+extern const struct ibmc__coll_desc ibmc__allgather_desc;
+extern const struct ibmc__coll_desc ibmc__allreduce_desc;
 
 /* By enum ibmc__coll, or NULL. */
 const struct ibmc__coll_desc *ibmc__coll_get(int coll);

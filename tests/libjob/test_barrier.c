@@ -262,6 +262,10 @@ static int mismatch(ibmc_context_t *ctx, int rank, void *arg)
 	if (ibmc_comm_create(ctx, NULL, 0, &c))
 		return 1;
 	ibmc_comm_set_algo(c, "barrier", "nway:1");
+	/* Everyone attached to the group before the root multicasts (data
+	 * multicast to a member not attached yet is lost, as on hardware,
+	 * and a root that failed stops repairing). */
+	lbjob_barrier();
 	rc = rank == 0 ? ibmc_barrier(c) : ibmc_bcast(c, buf, sizeof(buf), 1);
 	if (rank == 0)
 		odd_rc = rc;

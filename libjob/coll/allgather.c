@@ -1,0 +1,172 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The allgather collective: its algorithm table, auto's choice, and
+ * ibmc_allgather()/ibmc_iallgather().
+ *
+ * "mcast" is one reliable multicast broadcast per rank (the broadcast
+ * engine with early return, P of them in flight at once): every block
+ * crosses each link of the group's tree once, where the ring carries it
+ * over P - 1 paths. Auto multicasts when the communicator may (the same
+ * answer on every member: no per-root health here, which members could
+ * disagree on), from 4 ranks on; else recursive doubling on 2^k ranks and
+ * the ring on others. A non-blocking allgather never multicasts (its P
+ * broadcasts would need a compound request): it uses the point-to-point
+ * choice.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "libjob/coll/allgather.h"
+#include "libjob/coll/coll.h"
+#include "libjob/comm.h"
+#include "libjob/task.h"
+
+static const struct ibmc__algo_desc algos[] = {
+	{ IBMC__AG_RING, "ring",
+	  "flat ring, P - 1 pipelined steps (baseline)", 0, 0 },
+	{ IBMC__AG_RD, "recursive_doubling",
+	  "flat recursive doubling, log2 P rounds (2^k ranks; else ring)",
+	  0, 0 },
+	{ IBMC__AG_MCAST, "mcast",
+	  "one reliable multicast broadcast per rank", 0, 0 },
+};
+
+const struct ibmc__coll_desc ibmc__allgather_desc = {
+	.coll = IBMC__C_ALLGATHER,
+	.name = "allgather",
+	.env = "IBMCAST_ALLGATHER_ALGO",
+	.algos = algos,
+	.nalgos = sizeof(algos) / sizeof(algos[0]),
+};
+
+static int pow2(int n)
+{
+	return n > 0 && !(n & (n - 1));
+}
+
+static int choose(const struct ibmc_comm *c, int blocking)
+{
+	int a = c->algo[IBMC__C_ALLGATHER];
+	int mc = !c->mcast_err && c->ghandle >= 0;
+
+	if (a == IBMC__AG_MCAST && blocking && mc)
+		return IBMC__AG_MCAST;
+	if (a == IBMC__AG_RING)
+		return IBMC__AG_RING;
+	if (a == IBMC__AG_RD)
+		return pow2(c->size) ? IBMC__AG_RD : IBMC__AG_RING;
+	if (!a && blocking && mc && c->size >= 4)
+		return IBMC__AG_MCAST;
+	return pow2(c->size) ? IBMC__AG_RD : IBMC__AG_RING;
+}
+
+static int check(const ibmc_comm_t *c, const void *sendbuf, void *recvbuf,
+		 size_t blocklen)
+{
+	if (!c || (blocklen && (!recvbuf || !sendbuf)))
+		return -EINVAL;
+	if (blocklen > UINT32_MAX / (size_t)c->size)
+		return -EMSGSIZE;
+	return 0;
+}
+
+static void place_own(ibmc_comm_t *c, const void *sendbuf, void *recvbuf,
+		      size_t blocklen)
+{
+	if (sendbuf != IBMC_IN_PLACE && blocklen)
+		memmove((unsigned char *)recvbuf + (size_t)c->rank * blocklen,
+			sendbuf, blocklen);
+}
+
+/* P broadcasts, one rooted at each rank, then wait for all; lock held. */
+static int mcast_allgather(ibmc_comm_t *c, void *recvbuf, size_t blocklen)
+{
+	struct ibmc_request *req = calloc((size_t)c->size, sizeof(*req));
+	uint64_t bcasts = c->st.bcasts, mbcasts = c->st.mcast_bcasts;
+	int last = c->last_algo[IBMC__C_BCAST], r, rc = 0, rc2;
+
+	if (!req)
+		return -ENOMEM;
+	for (r = 0; r < c->size; r++) {
+		rc = ibmc__bcast_start(c, (unsigned char *)recvbuf +
+				       (size_t)r * blocklen, blocklen, r,
+				       &req[r]);
+		if (rc)
+			break;
+	}
+	/* Started ones run to their end whatever failed after them. */
+	while (r-- > 0) {
+		rc2 = ibmc__wait(&req[r]);
+		if (!rc)
+			rc = rc2;
+	}
+	free(req);
+	/* Those broadcasts are this allgather, not the caller's. */
+	c->st.bcasts = bcasts;
+	c->st.mcast_bcasts = mbcasts;
+	c->last_algo[IBMC__C_BCAST] = last;
+	if (!rc)
+		c->st.allgathers++;
+	c->last_algo[IBMC__C_ALLGATHER] = IBMC__AG_MCAST;
+	c->last_param[IBMC__C_ALLGATHER] = 0;
+	return rc;
+}
+
+static int start(ibmc_comm_t *c, void *recvbuf, size_t blocklen, int algo,
+		 struct ibmc_request *req)
+{
+	struct ibmc__args args = { .buf = recvbuf, .len = blocklen };
+
+	return ibmc__task_start(c, IBMC__C_ALLGATHER, algo,
+				algo == IBMC__AG_RD ? &ibmc__allgather_rd_ops :
+				&ibmc__allgather_ring_ops, &args, NULL, req);
+}
+
+int ibmc_allgather(ibmc_comm_t *c, const void *sendbuf, void *recvbuf,
+		   size_t blocklen)
+{
+	struct ibmc_request req = { 0 };
+	int rc = check(c, sendbuf, recvbuf, blocklen), algo;
+
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&c->ctx->lock);
+	place_own(c, sendbuf, recvbuf, blocklen);
+	algo = choose(c, 1);
+	if (algo == IBMC__AG_MCAST) {
+		rc = mcast_allgather(c, recvbuf, blocklen);
+	} else {
+		rc = start(c, recvbuf, blocklen, algo, &req);
+		if (!rc)
+			rc = ibmc__wait(&req);
+	}
+	pthread_mutex_unlock(&c->ctx->lock);
+	return rc;
+}
+
+int ibmc_iallgather(ibmc_comm_t *c, const void *sendbuf, void *recvbuf,
+		    size_t blocklen, ibmc_request_t **out)
+{
+	struct ibmc_request *req;
+	int rc = check(c, sendbuf, recvbuf, blocklen);
+
+	if (rc || !out)
+		return rc ? rc : -EINVAL;
+	req = calloc(1, sizeof(*req));
+	if (!req)
+		return -ENOMEM;
+	req->heap = 1;
+	pthread_mutex_lock(&c->ctx->lock);
+	place_own(c, sendbuf, recvbuf, blocklen);
+	rc = start(c, recvbuf, blocklen, choose(c, 0), req);
+	pthread_mutex_unlock(&c->ctx->lock);
+	if (rc) {
+		free(req);
+		return rc;
+	}
+	*out = req;
+	return 0;
+}

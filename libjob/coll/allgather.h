@@ -1,0 +1,19 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* allgather.h - the allgather's algorithms (coll/allgather_*.c), for
+ * coll/allgather.c. */
+#ifndef IBMCAST_LIBJOB_COLL_ALLGATHER_H
+#define IBMCAST_LIBJOB_COLL_ALLGATHER_H
+
+#include "libjob/task.h"
+
+enum {
+	IBMC__AG_RING = 1,
+	IBMC__AG_RD = 2,	/* recursive doubling, 2^k ranks */
+	IBMC__AG_MCAST = 3,	/* one multicast broadcast per rank */
+};
+
+/* args.buf: recvbuf (own block already in place), args.len: blocklen. */
+extern const struct ibmc__task_ops ibmc__allgather_ring_ops;
+extern const struct ibmc__task_ops ibmc__allgather_rd_ops;
+
+#endif

@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * The allreduce collective: its algorithm table, auto's choice, and
+ * ibmc_allreduce()/ibmc_iallreduce().
+ *
+ * "mcast" reduces to rank 0 up a binomial tree (coll/allreduce_tree.c)
+ * and multicasts the result with the reliable broadcast engine: the
+ * result crosses each link of the group's tree once, where recursive
+ * doubling moves whole vectors log2 P times. Auto multicasts when the
+ * communicator may (the same answer on every member) from 4 ranks on,
+ * else recursive doubling. A non-blocking allreduce never multicasts (two
+ * collectives in a row would need a compound request).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "libjob/coll/allreduce.h"
+#include "libjob/coll/coll.h"
+#include "libjob/comm.h"
+#include "libjob/reduce.h"
+#include "libjob/task.h"
+
+static const struct ibmc__algo_desc algos[] = {
+	{ IBMC__AR_RD, "recursive_doubling",
+	  "flat recursive doubling, whole vectors, log2 P rounds (baseline)",
+	  0, 0 },
+	{ IBMC__AR_MCAST, "mcast",
+	  "reduce up a binomial tree to rank 0, the result by one multicast",
+	  0, 0 },
+};
+
+const struct ibmc__coll_desc ibmc__allreduce_desc = {
+	.coll = IBMC__C_ALLREDUCE,
+	.name = "allreduce",
+	.env = "IBMCAST_ALLREDUCE_ALGO",
+	.algos = algos,
+	.nalgos = sizeof(algos) / sizeof(algos[0]),
+};
+
+uint32_t ibmc__ar_tag(const struct ibmc__ar_args *a, int round)
+{
+	return (uint32_t)round | (uint32_t)a->dtype << 16 |
+	       (uint32_t)a->op << 24;
+}
+
+static int choose(const struct ibmc_comm *c, int blocking)
+{
+	int a = c->algo[IBMC__C_ALLREDUCE];
+	int mc = !c->mcast_err && c->ghandle >= 0;
+
+	if (blocking && mc && (a == IBMC__AR_MCAST || (!a && c->size >= 4)))
+		return IBMC__AR_MCAST;
+	return IBMC__AR_RD;
+}
+
+static int check(const ibmc_comm_t *c, const void *sendbuf, void *recvbuf,
+		 size_t count, ibmc_dtype_t dtype, ibmc_op_t op)
+{
+	size_t es = ibmc__dtype_size(dtype);
+
+	if (!c || ibmc__op_check(op, dtype))
+		return -EINVAL;
+	if (count && (!recvbuf || !sendbuf))
+		return -EINVAL;
+	if (count > UINT32_MAX / es)
+		return -EMSGSIZE;
+	return 0;
+}
+
+/* The task's arguments; recvbuf gets this rank's vector. */
+static struct ibmc__ar_args *args_new(const void *sendbuf, void *recvbuf,
+				      size_t count, ibmc_dtype_t dtype,
+				      ibmc_op_t op)
+{
+	struct ibmc__ar_args *a = malloc(sizeof(*a));
+	size_t len = count * ibmc__dtype_size(dtype);
+
+	if (!a)
+		return NULL;
+	a->dtype = dtype;
+	a->op = op;
+	a->count = count;
+	a->buf = recvbuf;
+	if (sendbuf != IBMC_IN_PLACE && len)
+		memmove(recvbuf, sendbuf, len);
+	return a;
+}
+
+static int start(ibmc_comm_t *c, const struct ibmc__task_ops *ops,
+		 struct ibmc__ar_args *a, int algo, struct ibmc_request *req)
+{
+	struct ibmc__args args = {
+		.buf = a->buf, .len = a->count * ibmc__dtype_size(a->dtype),
+	};
+
+	return ibmc__task_start(c, IBMC__C_ALLREDUCE, algo, ops, &args, a,
+				req);
+}
+
+/* Reduce to rank 0, then broadcast the result by multicast; lock held. */
+static int mcast_allreduce(ibmc_comm_t *c, struct ibmc__ar_args *a)
+{
+	struct ibmc_request req = { 0 };
+	size_t len = a->count * ibmc__dtype_size(a->dtype);
+	void *buf = a->buf;
+	uint64_t bcasts = c->st.bcasts, mbcasts = c->st.mcast_bcasts;
+	int last = c->last_algo[IBMC__C_BCAST], rc;
+
+	rc = start(c, &ibmc__allreduce_tree_ops, a, IBMC__AR_MCAST, &req);
+	if (!rc)
+		rc = ibmc__wait(&req);
+	if (rc)
+		return rc;
+	memset(&req, 0, sizeof(req));
+	rc = ibmc__bcast_start(c, buf, len, 0, &req);
+	if (!rc)
+		rc = ibmc__wait(&req);
+	/* The result's broadcast is part of this allreduce, not the
+	 * caller's broadcast. */
+	c->st.bcasts = bcasts;
+	c->st.mcast_bcasts = mbcasts;
+	c->last_algo[IBMC__C_BCAST] = last;
+	if (!rc)
+		c->st.allreduces++;
+	c->last_algo[IBMC__C_ALLREDUCE] = IBMC__AR_MCAST;
+	c->last_param[IBMC__C_ALLREDUCE] = 0;
+	return rc;
+}
+
+int ibmc_allreduce(ibmc_comm_t *c, const void *sendbuf, void *recvbuf,
+		   size_t count, ibmc_dtype_t dtype, ibmc_op_t op)
+{
+	struct ibmc_request req = { 0 };
+	struct ibmc__ar_args *a;
+	int rc = check(c, sendbuf, recvbuf, count, dtype, op), algo;
+
+	if (rc)
+		return rc;
+	pthread_mutex_lock(&c->ctx->lock);
+	a = args_new(sendbuf, recvbuf, count, dtype, op);
+	if (!a) {
+		rc = -ENOMEM;
+	} else if ((algo = choose(c, 1)) == IBMC__AR_MCAST) {
+		rc = mcast_allreduce(c, a);
+	} else {
+		rc = start(c, &ibmc__allreduce_rd_ops, a, algo, &req);
+		if (!rc)
+			rc = ibmc__wait(&req);
+	}
+	pthread_mutex_unlock(&c->ctx->lock);
+	return rc;
+}
+
+int ibmc_iallreduce(ibmc_comm_t *c, const void *sendbuf, void *recvbuf,
+		    size_t count, ibmc_dtype_t dtype, ibmc_op_t op,
+		    ibmc_request_t **out)
+{
+	struct ibmc_request *req;
+	struct ibmc__ar_args *a;
+	int rc = check(c, sendbuf, recvbuf, count, dtype, op);
+
+	if (rc || !out)
+		return rc ? rc : -EINVAL;
+	req = calloc(1, sizeof(*req));
+	if (!req)
+		return -ENOMEM;
+	req->heap = 1;
+	pthread_mutex_lock(&c->ctx->lock);
+	a = args_new(sendbuf, recvbuf, count, dtype, op);
+	rc = a ? start(c, &ibmc__allreduce_rd_ops, a, IBMC__AR_RD, req) :
+		 -ENOMEM;
+	pthread_mutex_unlock(&c->ctx->lock);
+	if (rc) {
+		free(req);
+		return rc;
+	}
+	*out = req;
+	return 0;
+}

@@ -1,0 +1,225 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * Recursive-doubling allreduce, flat, the baseline for small vectors: in
+ * round k a rank and its partner (rank ^ 2^k among the 2^m ranks that
+ * take part) swap their whole partial vectors and both compute lower op
+ * higher, so both hold the same bits. With P not a power of two, the
+ * first 2 (P - 2^m) ranks pair up first: the even one sends its vector to
+ * the odd one (which reduces even op odd and takes part) and gets the
+ * result back at the end. Every round's vector is kept until its transfer
+ * is acknowledged (a resend must carry the same bytes).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "libjob/coll/allreduce.h"
+#include "libjob/comm.h"
+#include "libjob/reduce.h"
+#include "libjob/xfer.h"
+
+/* Slots: 0 fold (even sends / odd receives), 1 unfold (odd sends the
+ * result / even receives it), then per round k: 2 + 2k receive, 3 + 2k
+ * send. */
+struct rd {
+	struct ibmc__xfers xs;
+	struct ibmc__ar_args *a;
+	int rounds, newrank, role;	/* role: 0 takes part, 1 folded out */
+	int round;			/* next round to send */
+	int folded;			/* odd rank: the even's vector is in */
+	unsigned char **vec;		/* vec[k]: the partial vector sent in
+					 * round k; vec[rounds]: the result */
+	unsigned char **in;		/* in[k]: received in round k */
+	unsigned char *fold_in;
+	int64_t next;
+};
+
+static int real_rank(int newrank, int rem)
+{
+	return newrank < rem ? 2 * newrank + 1 : newrank + rem;
+}
+
+static int start(struct ibmc__task *t)
+{
+	struct ibmc_comm *c = t->comm;
+	struct ibmc__ar_args *a = t->priv;
+	struct rd *d = calloc(1, sizeof(*d));
+	int P = c->size, me = c->rank, p2 = 1, rem, k, rc;
+	size_t len = t->args.len;
+
+	if (!d) {
+		free(a);
+		t->priv = NULL;
+		return -ENOMEM;
+	}
+	d->a = a;
+	t->priv = d;
+	d->next = INT64_MAX;
+	while (p2 * 2 <= P)
+		p2 *= 2;
+	rem = P - p2;
+	while ((1 << d->rounds) < p2)
+		d->rounds++;
+	if (me < 2 * rem) {
+		d->role = me % 2 == 0;
+		d->newrank = me / 2;
+	} else {
+		d->newrank = me - rem;
+	}
+	d->vec = calloc((size_t)d->rounds + 1, sizeof(*d->vec));
+	d->in = calloc((size_t)d->rounds + 1, sizeof(*d->in));
+	if (!d->vec || !d->in)
+		return -ENOMEM;
+	rc = ibmc__xfers_init(&d->xs, t, 2 + 2 * d->rounds);
+	if (rc)
+		return rc;
+	if (d->role) {		/* folded out: send, then wait for the end */
+		rc = ibmc__xfer_post(&d->xs, 0, 1, me + 1, ibmc__ar_tag(a, 0),
+				     a->buf, len);
+		return rc ? rc : ibmc__xfer_post(&d->xs, 1, 0, me + 1,
+						 ibmc__ar_tag(a, 1), a->buf,
+						 len);
+	}
+	for (k = 0; k <= d->rounds; k++) {
+		d->vec[k] = malloc(len ? len : 1);
+		d->in[k] = malloc(len ? len : 1);
+		if (!d->vec[k] || !d->in[k])
+			return -ENOMEM;
+	}
+	memcpy(d->vec[0], a->buf, len);
+	if (me < 2 * rem) {
+		d->fold_in = malloc(len ? len : 1);
+		if (!d->fold_in)
+			return -ENOMEM;
+		rc = ibmc__xfer_post(&d->xs, 0, 0, me - 1, ibmc__ar_tag(a, 0),
+				     d->fold_in, len);
+	} else {
+		d->folded = 1;
+	}
+	for (k = 0; !rc && k < d->rounds; k++)
+		rc = ibmc__xfer_post(&d->xs, 2 + 2 * k, 0,
+				     real_rank(d->newrank ^ (1 << k), rem),
+				     ibmc__ar_tag(a, 2 + k), d->in[k], len);
+	return rc;
+}
+
+static int progress(struct ibmc__task *t, int64_t now)
+{
+	struct rd *d = t->priv;
+	struct ibmc__ar_args *a = d->a;
+	struct ibmc_comm *c = t->comm;
+	size_t len = t->args.len;
+	int P = c->size, p2 = 1 << d->rounds, rem = P - p2, k, rc, partner;
+
+	if (P == 1)
+		return 0;
+	if (!d->role) {
+		if (!d->folded && ibmc__xfer_done(&d->xs, 0)) {
+			/* even op odd: the lower rank's vector on the left */
+			ibmc__reduce(a->op, a->dtype, d->fold_in, d->vec[0],
+				     a->count);
+			d->folded = 1;
+		}
+		while (d->folded && d->round <= d->rounds) {
+			k = d->round;
+			if (k > 0) {
+				if (!ibmc__xfer_done(&d->xs, 2 + 2 * (k - 1)))
+					break;
+				partner = d->newrank ^ (1 << (k - 1));
+				/* vec[k] = lower op higher, from vec[k-1] and
+				 * what the partner sent */
+				memcpy(d->vec[k], d->in[k - 1], len);
+				if (d->newrank < partner) {
+					ibmc__reduce(a->op, a->dtype,
+						     d->vec[k - 1], d->vec[k],
+						     a->count);
+				} else {
+					memcpy(d->vec[k], d->vec[k - 1], len);
+					ibmc__reduce(a->op, a->dtype,
+						     d->in[k - 1], d->vec[k],
+						     a->count);
+				}
+			}
+			if (k < d->rounds) {
+				rc = ibmc__xfer_post(&d->xs, 3 + 2 * k, 1,
+						     real_rank(d->newrank ^
+							       (1 << k), rem),
+						     ibmc__ar_tag(a, 2 + k),
+						     d->vec[k], len);
+				if (rc)
+					return rc;
+			} else {
+				memcpy(a->buf, d->vec[k], len);
+				if (c->rank < 2 * rem) {
+					rc = ibmc__xfer_post(&d->xs, 1, 1,
+							     c->rank - 1,
+							     ibmc__ar_tag(a, 1),
+							     d->vec[k], len);
+					if (rc)
+						return rc;
+				}
+			}
+			d->round++;
+		}
+	}
+	d->next = ibmc__xfers_progress(&d->xs, now);
+	if ((d->role || d->round > d->rounds) && ibmc__xfers_all_done(&d->xs))
+		return 0;
+	rc = ibmc__xfers_check(&d->xs);
+	return rc ? rc : IBMC_INPROGRESS;
+}
+
+static void input(struct ibmc__task *t, const struct ibmc__hdr *h,
+		  const unsigned char *payload, size_t plen, int is_mcast)
+{
+	struct rd *d = t->priv;
+
+	(void)is_mcast;
+	ibmc__xfers_input(&d->xs, h, payload, plen);
+}
+
+static int64_t deadline(const struct ibmc__task *t)
+{
+	const struct rd *d = t->priv;
+
+	return d->next;
+}
+
+static void complete(struct ibmc__task *t, int rc)
+{
+	if (!rc)
+		t->comm->st.allreduces++;
+	t->comm->last_algo[IBMC__C_ALLREDUCE] = IBMC__AR_RD;
+	t->comm->last_param[IBMC__C_ALLREDUCE] = 0;
+}
+
+static void fini(struct ibmc__task *t)
+{
+	struct rd *d = t->priv;
+	int k;
+
+	if (!d)
+		return;
+	ibmc__xfers_fini(&d->xs);
+	for (k = 0; d->vec && k <= d->rounds; k++) {
+		free(d->vec[k]);
+		free(d->in[k]);
+	}
+	free(d->vec);
+	free(d->in);
+	free(d->fold_in);
+	free(d->a);
+	free(d);
+}
+
+const struct ibmc__task_ops ibmc__allreduce_rd_ops = {
+	.start = start,
+	.input = input,
+	.progress = progress,
+	.deadline = deadline,
+	.complete = complete,
+	.late = input,
+	.fini = fini,
+};

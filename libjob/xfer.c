@@ -1,0 +1,302 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* Reliable point-to-point transfers inside a collective (see xfer.h). */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "libjob/comm.h"
+#include "libjob/rtt.h"
+#include "libjob/send.h"
+#include "libjob/xfer.h"
+
+#define MASK_BITS 64
+#define MAX_BACKOFF 6
+#define TAG_ID(t) ((t) & 0xffffu)
+
+int ibmc__xfers_init(struct ibmc__xfers *xs, struct ibmc__task *t, int n)
+{
+	int i;
+
+	memset(xs, 0, sizeof(*xs));
+	xs->task = t;
+	xs->progress_ms = ibmc__now_ms();
+	if (!n)
+		return 0;
+	xs->x = calloc((size_t)n, sizeof(*xs->x));
+	if (!xs->x)
+		return -ENOMEM;
+	xs->n = n;
+	for (i = 0; i < n; i++)
+		xs->x[i].peer = -1;
+	return 0;
+}
+
+void ibmc__xfers_fini(struct ibmc__xfers *xs)
+{
+	int i;
+
+	for (i = 0; xs->x && i < xs->n; i++)
+		free(xs->x[i].got);
+	free(xs->x);
+	xs->x = NULL;
+	xs->n = 0;
+}
+
+static void fill(const struct ibmc__xfers *xs, struct ibmc__hdr *h, int kind,
+		 uint32_t tag)
+{
+	const struct ibmc__task *t = xs->task;
+
+	memset(h, 0, sizeof(*h));
+	h->kind = kind;
+	h->coll = (uint8_t)t->coll;
+	h->comm_id = t->comm->id;
+	h->version = t->comm->version;
+	h->seq = t->seq;
+	h->src = (uint32_t)t->comm->rank;
+	h->b = tag;
+}
+
+static size_t frag_len(const struct ibmc__xfer *x, uint32_t f)
+{
+	size_t off = (size_t)f * x->fragsz;
+
+	if (off >= x->len)
+		return 0;
+	return x->len - off < x->fragsz ? x->len - off : x->fragsz;
+}
+
+static void send_frag(struct ibmc__xfers *xs, struct ibmc__xfer *x,
+		      uint32_t f, int retx)
+{
+	struct ibmc__hdr h;
+
+	fill(xs, &h, IBMC__K_XDATA, x->tag);
+	h.a = f;
+	h.len = (uint32_t)x->len;
+	h.flags = retx ? IBMC__F_RETX : 0;
+	if (retx)
+		xs->task->comm->st.retransmits++;
+	ibmc__send_pkt(xs->task->comm, x->peer, &h,
+		       x->buf + (size_t)f * x->fragsz, frag_len(x, f));
+}
+
+static void send_ack(struct ibmc__xfers *xs, struct ibmc__xfer *x)
+{
+	struct ibmc__hdr h;
+	uint64_t m = 0;
+	uint32_t i, f;
+
+	for (i = 0; i < MASK_BITS; i++) {
+		f = x->have + 1 + i;
+		if (f >= x->top)
+			break;
+		if ((x->got[f >> 3] >> (f & 7)) & 1)
+			m |= 1ULL << i;
+	}
+	fill(xs, &h, IBMC__K_XACK, x->tag);
+	h.a = x->have;
+	h.mask = m;
+	ibmc__send_pkt(xs->task->comm, x->peer, &h, NULL, 0);
+	x->acked_have = x->have;
+}
+
+int ibmc__xfer_post(struct ibmc__xfers *xs, int i, int send, int peer,
+		    uint32_t tag, void *buf, size_t len)
+{
+	struct ibmc_comm *c = xs->task->comm;
+	struct ibmc__xfer *x;
+	size_t mtu = c->ctx->mtu;
+
+	if (i < 0 || i >= xs->n || len > UINT32_MAX)
+		return -EINVAL;
+	x = &xs->x[i];
+	x->peer = peer;
+	x->send = send;
+	x->tag = tag;
+	x->buf = buf;
+	x->len = len;
+	x->fragsz = (uint32_t)(mtu - IBMC__WIRE_XDATA);
+	x->nfrags = len ? (uint32_t)((len + x->fragsz - 1) / x->fragsz) : 1;
+	if (!send) {
+		x->got = calloc((size_t)x->nfrags / 8 + 1, 1);
+		if (!x->got)
+			return -ENOMEM;
+	}
+	x->t_progress = ibmc__task_now();
+	x->posted = 1;
+	return 0;
+}
+
+int ibmc__xfer_done(const struct ibmc__xfers *xs, int i)
+{
+	return i >= 0 && i < xs->n && xs->x[i].done;
+}
+
+static struct ibmc__xfer *find(struct ibmc__xfers *xs, int send, int peer,
+			       uint32_t tag)
+{
+	int i;
+
+	for (i = 0; i < xs->n; i++) {
+		struct ibmc__xfer *x = &xs->x[i];
+
+		if (x->posted && x->send == send && x->peer == peer &&
+		    TAG_ID(x->tag) == TAG_ID(tag))
+			return x;
+	}
+	return NULL;
+}
+
+static void on_data(struct ibmc__xfers *xs, const struct ibmc__hdr *h,
+		    const unsigned char *payload, size_t plen)
+{
+	struct ibmc__xfer *x = find(xs, 0, (int)h->src, h->b);
+	uint32_t f = h->a;
+
+	if (!x)
+		return;		/* not posted yet: the sender sends again */
+	if (x->tag != h->b || h->len != x->len) {
+		if (!xs->error)
+			ibmc_log(IBMC_LOG_ERROR,
+				 "libibmcast: rank %d: communicator %08x: rank %u sends %u bytes (tag %08x) where this rank expects %zu (tag %08x): the ranks' arguments disagree",
+				 xs->task->comm->rank, xs->task->comm->id,
+				 h->src, h->len, h->b, x->len, x->tag);
+		xs->error = h->len != x->len ? -EMSGSIZE : -EINVAL;
+		return;
+	}
+	if (x->done) {
+		send_ack(xs, x);	/* our final ack was lost */
+		return;
+	}
+	if (f >= x->nfrags || plen != frag_len(x, f))
+		return;
+	if ((x->got[f >> 3] >> (f & 7)) & 1) {
+		xs->task->comm->st.duplicates++;
+		/* A resend: the sender did not hear our last ack. */
+		if (h->flags & IBMC__F_RETX)
+			send_ack(xs, x);
+		return;
+	}
+	if (plen)
+		memcpy(x->buf + (size_t)f * x->fragsz, payload, plen);
+	x->got[f >> 3] |= 1 << (f & 7);
+	xs->progress_ms = ibmc__now_ms();
+	if (f + 1 > x->top)
+		x->top = f + 1;
+	while (x->have < x->nfrags && ((x->got[x->have >> 3] >>
+					 (x->have & 7)) & 1))
+		x->have++;
+	if (x->have == x->nfrags) {
+		x->done = 1;
+		send_ack(xs, x);
+		send_ack(xs, x);
+		return;
+	}
+	/* A gap below a fresh fragment: report it now. */
+	if (x->have < f || x->have - x->acked_have >= 16)
+		send_ack(xs, x);
+}
+
+static void on_ack(struct ibmc__xfers *xs, const struct ibmc__hdr *h)
+{
+	struct ibmc__xfer *x = find(xs, 1, (int)h->src, h->b);
+	int64_t now = ibmc__task_now();
+	uint32_t i, f;
+
+	if (!x || x->done || h->a > x->nfrags)
+		return;
+	if (h->a > x->acked || (h->a == x->acked && (h->mask & ~x->amask))) {
+		x->t_progress = now;
+		x->backoff = 0;
+		xs->progress_ms = ibmc__now_ms();
+	}
+	if (h->a >= x->acked) {
+		x->amask = h->a > x->acked ? h->mask : x->amask | h->mask;
+		x->acked = h->a;
+	}
+	if (x->acked == x->nfrags) {
+		x->done = 1;
+		return;
+	}
+	/* Fragments below the highest it holds are missing: resend them,
+	 * once per half round trip. */
+	if (h->mask && now - x->t_resend >= IBMC__RTO_MIN_US / 2) {
+		uint32_t hi = x->acked + 64 - (uint32_t)__builtin_clzll(h->mask);
+
+		for (f = x->acked; f < hi && f < x->next; f++) {
+			i = f - x->acked;
+			if (i && ((x->amask >> (i - 1)) & 1))
+				continue;
+			send_frag(xs, x, f, 1);
+		}
+		x->t_resend = now;
+	}
+}
+
+void ibmc__xfers_input(struct ibmc__xfers *xs, const struct ibmc__hdr *h,
+		       const unsigned char *payload, size_t plen)
+{
+	if (h->kind == IBMC__K_XDATA)
+		on_data(xs, h, payload, plen);
+	else if (h->kind == IBMC__K_XACK)
+		on_ack(xs, h);
+}
+
+int64_t ibmc__xfers_progress(struct ibmc__xfers *xs, int64_t now)
+{
+	struct ibmc_comm *c = xs->task->comm;
+	uint32_t w = (uint32_t)c->ctx->env.window;
+	int64_t next = INT64_MAX, rto, due;
+	int i;
+
+	rto = ibmc__rtt_rto(&c->msg_rtt, (int64_t)c->ctx->env.rto_ms * 1000);
+	for (i = 0; i < xs->n; i++) {
+		struct ibmc__xfer *x = &xs->x[i];
+		uint32_t f;
+
+		if (!x->posted || x->done || !x->send)
+			continue;
+		while (x->next < x->nfrags && x->next < x->acked + w)
+			send_frag(xs, x, x->next++, 0);
+		due = x->t_progress + (rto << x->backoff);
+		if (now >= due) {
+			/* Nothing heard: the first unacknowledged few. */
+			for (f = x->acked; f < x->next && f < x->acked + 4; f++)
+				send_frag(xs, x, f, 1);
+			c->st.timeouts++;
+			if (x->backoff < MAX_BACKOFF)
+				x->backoff++;
+			x->t_progress = now;
+			due = now + (rto << x->backoff);
+		}
+		if (due < next)
+			next = due;
+	}
+	return next;
+}
+
+int ibmc__xfers_all_done(const struct ibmc__xfers *xs)
+{
+	int i;
+
+	for (i = 0; i < xs->n; i++)
+		if (xs->x[i].posted && !xs->x[i].done)
+			return 0;
+	return 1;
+}
+
+int ibmc__xfers_check(const struct ibmc__xfers *xs)
+{
+	int timeout = xs->task->comm->ctx->env.timeout_ms;
+
+	if (xs->error)
+		return xs->error;
+	if (timeout && ibmc__now_ms() - xs->progress_ms > timeout)
+		return -ETIMEDOUT;
+	return 0;
+}

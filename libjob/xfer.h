@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * xfer.h - reliable point-to-point transfers of any length inside one
+ * collective task (the rounds of ring and recursive-doubling algorithms).
+ *
+ * A transfer is named by its tag within the task and by the peer. The
+ * sender sends datagram-sized fragments within a window past what the
+ * receiver acknowledged; the receiver acknowledges cumulatively (with a
+ * mask of what it holds beyond) once per quarter window, at the end
+ * (twice), and at once when it sees a gap, which makes the sender resend
+ * the missing fragments; a sender that hears nothing for a retransmission
+ * timeout resends the first unacknowledged fragments, doubling the
+ * timeout. Receives are posted before the peer can send (the algorithms
+ * know every transfer of a round in advance); a fragment for no posted
+ * receive is dropped and sent again later. The tag's low 16 bits name
+ * the transfer; the high 16 bits carry what both sides must agree on
+ * (the allreduce's datatype and operation), so a mismatch is seen.
+ */
+#ifndef IBMCAST_LIBJOB_XFER_H
+#define IBMCAST_LIBJOB_XFER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "libjob/task.h"
+#include "libjob/wire.h"
+
+struct ibmc__xfer {
+	int peer;		/* communicator rank; -1: slot unused */
+	int send;		/* 1: we send, 0: we receive */
+	uint32_t tag;
+	unsigned char *buf;	/* send: source; receive: destination */
+	size_t len;
+	uint32_t fragsz, nfrags;
+	int posted, done;
+	/* sender */
+	uint32_t next;		/* first fragment never sent */
+	uint32_t acked;		/* fragments acknowledged in a row */
+	uint64_t amask;		/* acknowledged after them */
+	int64_t t_progress;	/* us: last new ack (or first send) */
+	int64_t t_resend;	/* us: last resend on a gap report */
+	int backoff;
+	/* receiver */
+	unsigned char *got;	/* bitmap */
+	uint32_t have, top, acked_have;
+	int final_acks;
+};
+
+struct ibmc__xfers {
+	struct ibmc__task *task;
+	int n;
+	struct ibmc__xfer *x;
+	int error;		/* -EMSGSIZE, -EINVAL: the peers disagree */
+	int64_t progress_ms;	/* last new fragment or acknowledgment */
+};
+
+/* n transfer slots. 0 or -ENOMEM. */
+int ibmc__xfers_init(struct ibmc__xfers *xs, struct ibmc__task *t, int n);
+void ibmc__xfers_fini(struct ibmc__xfers *xs);
+
+/* Post slot i: send len bytes of buf to peer, or receive them into buf.
+ * buf stays valid until the transfer is done. 0 or -errno. */
+int ibmc__xfer_post(struct ibmc__xfers *xs, int i, int send, int peer,
+		    uint32_t tag, void *buf, size_t len);
+int ibmc__xfer_done(const struct ibmc__xfers *xs, int i);
+
+/* An XDATA or XACK datagram of this task (also after it completed). */
+void ibmc__xfers_input(struct ibmc__xfers *xs, const struct ibmc__hdr *h,
+		       const unsigned char *payload, size_t plen);
+
+/* Send, resend and acknowledge what is due; the next timer (us). */
+int64_t ibmc__xfers_progress(struct ibmc__xfers *xs, int64_t now);
+
+/* 1 when every posted transfer is done. */
+int ibmc__xfers_all_done(const struct ibmc__xfers *xs);
+
+/* 0, or why the task must fail: the peers disagree (-EMSGSIZE, -EINVAL),
+ * or nothing moved for IBMCAST_BCAST_TIMEOUT_MS (-ETIMEDOUT). */
+int ibmc__xfers_check(const struct ibmc__xfers *xs);
+
+#endif
