@@ -43,7 +43,7 @@ libjob_libibmcast_la_LIBADD = libjob/libibmcast_core.la \
 libjob_libibmcast_la_DEPENDENCIES = libjob/libibmcast_core.la \
 	$(srcdir)/libjob/libibmcast.map
 include_ibmcastdir = $(includedir)/ibmcast
-include_ibmcast_HEADERS = include/ibmcast/ibmcast.h
+include_ibmcast_HEADERS = include/ibmcast/ibmcast.h include/ibmcast/sim.h
 pkgconfigdir = $(libdir)/pkgconfig
 pkgconfig_DATA = libjob/ibmcast.pc
 EXTRA_DIST += libjob/libibmcast.map libjob/ibmcast.pc.in
