@@ -51,14 +51,14 @@ libjob_libibmcast_la_LIBADD = libjob/libibmcast_core.la \
 libjob_libibmcast_la_DEPENDENCIES = libjob/libibmcast_core.la \
 	$(srcdir)/libjob/libibmcast.map
 include_ibmcastdir = $(includedir)/ibmcast
-include_ibmcast_HEADERS = include/ibmcast/ibmcast.h
+include_ibmcast_HEADERS = include/ibmcast/ibmcast.h include/ibmcast/sim.h
 pkgconfigdir = $(libdir)/pkgconfig
 pkgconfig_DATA = libjob/ibmcast.pc
 EXTRA_DIST += libjob/libibmcast.map libjob/ibmcast.pc.in
 
 dist_man_MANS += man/ibmcast.7 man/ibmc_init.3 man/ibmc_comm_create.3 \
 	man/ibmc_bcast.3 man/ibmc_comm_get_stats.3 man/ibmc_barrier.3 \
-	man/ibmc_test.3 man/ibmc_comm_set_algo.3
+	man/ibmc_test.3 man/ibmc_comm_set_algo.3 man/ibmc_sim_clock_ns.3
 
 # --- libjob unit tests: ranks are threads on the loopback transport -----
 libjob_tests = \

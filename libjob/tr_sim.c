@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* tr_sim.c - the sim transport: one endpoint (UD QP) of the simulated
  * fabric's data plane daemon, through dp_client. Addresses are LID + QPN
- * + port GID; multicast is a local attach to a group the SM prepared. */
+ * + port GID; multicast is a local attach to a group the SM prepared.
+ * Also the sim extensions of ibmcast/sim.h: the endpoint's modeled clock. */
 #include "config.h"
 
 #include <errno.h>
@@ -10,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ibmcast/sim.h"
+#include "libjob/context.h"
 #include "libjob/transport.h"
 #include "libjob/ud_addr.h"
 #include "libjob/ud_peers.h"
@@ -198,3 +201,31 @@ const struct ibmc_tr_ops ibmc__tr_sim_ops = {
 	.recv = sim_recv,
 	.wait = sim_wait,
 };
+
+/* ---- sim extensions (ibmcast/sim.h, ibmc_sim_clock_ns(3)) --------------- */
+
+/* Under the context's lock: the progress thread receives, and so moves
+ * the clock, under it too. */
+static int sim_clock(ibmc_context_t *ctx, uint64_t add, uint64_t *ns)
+{
+	if (!ctx)
+		return -EINVAL;
+	if (ctx->ops != &ibmc__tr_sim_ops || !ctx->tr)
+		return -ENOTSUP;
+	pthread_mutex_lock(&ctx->lock);
+	ibmc__dp_advance(ctx->tr->dp, add);
+	if (ns)
+		*ns = ibmc__dp_clock(ctx->tr->dp);
+	pthread_mutex_unlock(&ctx->lock);
+	return 0;
+}
+
+int ibmc_sim_clock_ns(ibmc_context_t *ctx, uint64_t *ns)
+{
+	return ns ? sim_clock(ctx, 0, ns) : -EINVAL;
+}
+
+int ibmc_sim_compute(ibmc_context_t *ctx, uint64_t ns)
+{
+	return sim_clock(ctx, ns, NULL);
+}

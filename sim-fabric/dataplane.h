@@ -71,6 +71,43 @@ struct dp_faults {
 uint64_t dp_rand(struct dp_faults *f);
 bool dp_chance(struct dp_faults *f, double p);
 
+/* ---- modeled time (dataplane_model.c) ----------------------------------- */
+
+struct dataplane;
+
+/* The fabric's timing model, LogGP-like (ibmcast-dataplane(8), MODELED
+ * TIME). Parameters are global; the state (when each link direction and
+ * each HCA's injection is busy until) is per link and per HCA. */
+struct dp_model {
+	char name[16];		/* the preset it started from */
+	double link_gbps;	/* per link direction, data rate */
+	double inj_gbps;	/* HCA injection */
+	uint32_t link_ns;	/* propagation per link */
+	uint32_t switch_ns;	/* forwarding per switch hop */
+	uint32_t o_s_ns, o_r_ns;	/* CPU overheads per message */
+	uint32_t gap_ns;	/* HCA: least time between two messages */
+	uint32_t hdr_bytes;	/* per packet on the wire (UD headers) */
+	uint32_t grh_bytes;	/* more per multicast packet (GRH) */
+	uint64_t *link_busy;	/* [nlink]: modeled time free again */
+	uint64_t *hca_busy;	/* [nnode] */
+};
+
+int dp_model_init(struct dataplane *dp, const char *preset);
+void dp_model_free(struct dataplane *dp);
+/* Load a preset's parameters (state kept); -ENOENT if none such. */
+int dp_model_preset(struct dp_model *m, const char *name);
+const char *dp_model_presets(void);
+/* One packet of len payload bytes leaves HCA hca, handed over at t:
+ * modeled time its head enters the first link (injection queue and gap). */
+uint64_t dp_model_inject(struct dataplane *dp, int hca, uint64_t t,
+			 size_t len, bool mc);
+/* Its head reaches link at ready: when it starts crossing (FIFO behind
+ * the link's earlier packets). */
+uint64_t dp_model_link(struct dataplane *dp, int link, uint64_t ready,
+		       size_t len, bool mc);
+/* Serialization time of one packet (the slower of injection and link). */
+uint64_t dp_model_ser(const struct dp_model *m, size_t len, bool mc);
+
 /* ---- endpoints ----------------------------------------------------------- */
 
 struct dp_qmsg {
@@ -155,6 +192,7 @@ struct dp_sa_op;
 
 struct dataplane {
 	struct fabric_model fm;
+	struct dp_model model;
 	struct dp_mad *mad;
 	int smp_timeout_ms;
 	int mft_ms, lft_ms, idle_ms;

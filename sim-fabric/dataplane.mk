@@ -10,6 +10,7 @@ sim_fabric_ibmcast_dataplane_SOURCES = \
 	sim-fabric/dataplane_mad.c sim-fabric/dataplane_tables.c \
 	sim-fabric/dataplane_fwd.c sim-fabric/dataplane_ep.c \
 	sim-fabric/dataplane_ctl.c sim-fabric/dataplane_sa.c \
+	sim-fabric/dataplane_model.c \
 	sim-fabric/fabric_model.c sim-fabric/fabric_model.h
 sim_fabric_ibmcast_dataplane_LDADD = common/libibmcast_common.la \
 	$(JANSSON_LIBS) -libnetdisc -libumad -libmad

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -203,16 +204,74 @@ static double num(json_t *v, bool *bad)
 	return 0;
 }
 
+static json_t *model_obj(const struct dataplane *dp)
+{
+	const struct dp_model *m = &dp->model;
+
+	return json_pack("{s:s,s:f,s:f,s:i,s:i,s:i,s:i,s:i,s:i,s:i}",
+			 "name", m->name, "link_gbps", m->link_gbps,
+			 "inj_gbps", m->inj_gbps, "link_ns", (int)m->link_ns,
+			 "switch_ns", (int)m->switch_ns,
+			 "o_s_ns", (int)m->o_s_ns, "o_r_ns", (int)m->o_r_ns,
+			 "gap_ns", (int)m->gap_ns,
+			 "hdr_bytes", (int)m->hdr_bytes,
+			 "grh_bytes", (int)m->grh_bytes);
+}
+
+/* A parameter of the timing model: NULL (done or not one), or an error. */
+static const char *set_model(struct dataplane *dp, const char *key,
+			     double d, bool *taken)
+{
+	static const struct {
+		const char *key;
+		size_t off;
+		double lo, hi;
+	} u32[] = {
+		{ "link_ns", offsetof(struct dp_model, link_ns), 0, 1e7 },
+		{ "switch_ns", offsetof(struct dp_model, switch_ns), 0, 1e7 },
+		{ "o_s_ns", offsetof(struct dp_model, o_s_ns), 0, 1e8 },
+		{ "o_r_ns", offsetof(struct dp_model, o_r_ns), 0, 1e8 },
+		{ "gap_ns", offsetof(struct dp_model, gap_ns), 0, 1e8 },
+		{ "hdr_bytes", offsetof(struct dp_model, hdr_bytes), 0, 4096 },
+		{ "grh_bytes", offsetof(struct dp_model, grh_bytes), 0, 4096 },
+	};
+	struct dp_model *m = &dp->model;
+	size_t i;
+
+	*taken = true;
+	if (!strcmp(key, "link_gbps") || !strcmp(key, "inj_gbps")) {
+		if (!(d >= 0.001 && d <= 1e6))
+			return "link_gbps/inj_gbps: 0.001..1000000";
+		*(!strcmp(key, "link_gbps") ? &m->link_gbps : &m->inj_gbps) =
+			d;
+		return NULL;
+	}
+	for (i = 0; i < sizeof(u32) / sizeof(u32[0]); i++)
+		if (!strcmp(key, u32[i].key)) {
+			if (!(d >= u32[i].lo && d <= u32[i].hi))
+				return "model parameter out of range";
+			*(uint32_t *)((char *)m + u32[i].off) = (uint32_t)d;
+			return NULL;
+		}
+	*taken = false;
+	return NULL;
+}
+
 static const char *set(struct dataplane *dp, json_t *req)
 {
 	struct dp_faults *f = &dp->faults;
 	const char *key, *s;
 	json_t *v, *lv;
-	bool bad = false;
+	bool bad = false, taken;
 	double d;
 
+	/* A preset first, so that parameters given with it refine it. */
+	v = json_object_get(req, "model");
+	if (v && (!json_is_string(v) ||
+		  dp_model_preset(&dp->model, json_string_value(v))))
+		return "model: no such preset (hdr, edr, ndr)";
 	json_object_foreach(req, key, v) {
-		if (!strcmp(key, "op"))
+		if (!strcmp(key, "op") || !strcmp(key, "model"))
 			continue;
 		if (!strcmp(key, "link_loss")) {
 			const char *ln;
@@ -284,7 +343,11 @@ static const char *set(struct dataplane *dp, json_t *req)
 			*(!strcmp(key, "mft_ms") ? &dp->mft_ms : &dp->lft_ms) =
 				(int)d;
 		} else {
-			return "unknown key";
+			s = set_model(dp, key, d, &taken);
+			if (s)
+				return s;
+			if (!taken)
+				return "unknown key";
 		}
 	}
 	return NULL;
@@ -343,6 +406,7 @@ static json_t *status(struct dataplane *dp)
 	json_object_set_new(o, "mlids", ml);
 	json_object_set_new(o, "endpoints", json_integer(dp->nep));
 	json_object_set_new(o, "faults", faults_obj(dp));
+	json_object_set_new(o, "model", model_obj(dp));
 	json_object_set_new(o, "lft_ready", json_boolean(dp->lft_ready));
 	return o;
 }
@@ -373,7 +437,8 @@ static json_t *handle(struct dataplane *dp, const char *line)
 	else
 		err = "bad_request: unknown op";
 	if (!err && !rep)
-		rep = json_pack("{s:b,s:o}", "ok", 1, "faults", faults_obj(dp));
+		rep = json_pack("{s:b,s:o,s:o}", "ok", 1, "faults",
+				faults_obj(dp), "model", model_obj(dp));
 out:
 	if (err)
 		rep = json_pack("{s:b,s:s}", "ok", 0, "error", err);

@@ -204,6 +204,8 @@ static void hello(struct dataplane *dp, struct dp_ep *ep,
 	ok.sm_lid = n->sm_lid;
 	ok.qpn = ep->qpn;
 	ok.mtu = n->mtu;
+	ok.o_s_ns = dp->model.o_s_ns;
+	ok.o_r_ns = dp->model.o_r_ns;
 	v = dp->fm.subnet_prefix;
 	for (i = 0; i < 8; i++)
 		ok.port_gid[i] = (uint8_t)(v >> (56 - 8 * i));

@@ -2,7 +2,9 @@
 /* dataplane_fwd.c - carry one packet the way the switches would: unicast hop
  * by hop along the LFTs, multicast along the MFT spanning tree; count it on
  * every link it crosses; apply the injected faults; hand it to the
- * receiving QPs (Q_Key checked). */
+ * receiving QPs (Q_Key checked), stamped with its modeled arrival: cut
+ * through, each hop's head waits for its link direction to be free (FIFO),
+ * multicast copies leave a switch on all their ports at once. */
 #include "config.h"
 
 #include <stdlib.h>
@@ -158,8 +160,10 @@ void dp_forward_uc(struct dataplane *dp, struct dp_ep *src,
 	const struct fabric_model *fm = &dp->fm;
 	const struct fm_node *n = &fm->node[src->hca];
 	bool faults = in_scope(&dp->faults, false);
+	const struct dp_model *md = &dp->model;
 	struct ibmc_dp_recv r = { 0 };
 	int link, node, hops, port;
+	uint64_t t, start = 0, ser = dp_model_ser(md, len, false);
 	struct dp_ep *ep;
 
 	dp->sends++;
@@ -172,10 +176,14 @@ void dp_forward_uc(struct dataplane *dp, struct dp_ep *src,
 	r.dlid = s->dlid;
 	r.sqpn = src->qpn;
 	r.qkey = send_qkey(src, s->qkey);
+	r.o_s_ns = md->o_s_ns;
+	r.o_r_ns = md->o_r_ns;
 	node = src->hca;
+	t = dp_model_inject(dp, src->hca, s->t_ns, len, false);
 	if (s->dlid == n->lid) {
 		/* The HCA loops it back itself, no link crossed. */
 		link = -1;
+		r.t_ns = t + ser;
 		goto arrived;
 	}
 	if (link < 0 || s->dlid > fm->max_lid) {
@@ -185,6 +193,8 @@ void dp_forward_uc(struct dataplane *dp, struct dp_ep *src,
 	for (hops = 0;; hops++) {
 		if (!cross(dp, link, len, faults))
 			return;
+		start = dp_model_link(dp, link, t, len, false);
+		t = start + md->link_ns + md->switch_ns;
 		node = fm->link[link].to;
 		if (!fm->node[node].is_switch)
 			break;
@@ -204,6 +214,7 @@ void dp_forward_uc(struct dataplane *dp, struct dp_ep *src,
 		drop(dp, link, DP_DROP_NO_ROUTE);
 		return;
 	}
+	r.t_ns = start + ser + md->link_ns;
 arrived:
 	for (ep = dp->hca_eps[node]; ep; ep = ep->hnext)
 		if (ep->qpn == s->dqpn && !ep->dead)
@@ -250,10 +261,13 @@ void dp_forward_mc(struct dataplane *dp, struct dp_ep *src,
 	const struct fabric_model *fm = &dp->fm;
 	const struct fm_node *n = &fm->node[src->hca];
 	bool faults = in_scope(&dp->faults, true);
+	const struct dp_model *md = &dp->model;
 	struct ibmc_dp_recv r = { 0 };
 	const struct dp_tree *t;
 	struct dp_mlid *m;
 	bool alive[1024], *ok = alive, *big = NULL;
+	uint64_t starts[1024], *st = starts, *bigst = NULL, inj, ready;
+	uint64_t ser = dp_model_ser(md, len, true);
 	int i, up;
 
 	dp->sends++;
@@ -268,6 +282,10 @@ void dp_forward_mc(struct dataplane *dp, struct dp_ep *src,
 	r.qkey = send_qkey(src, s->qkey);
 	r.is_mcast = 1;
 	memcpy(r.mgid, s->mgid, 16);
+	r.o_s_ns = md->o_s_ns;
+	r.o_r_ns = md->o_r_ns;
+	inj = dp_model_inject(dp, src->hca, s->t_ns, len, true);
+	r.t_ns = inj + ser;
 	/* The HCA loops a multicast packet back to its other attached QPs
 	 * (not to the sending QP), whatever the switches do. */
 	to_hca_group(dp, src->hca, src, -1, &r, pl, len, faults);
@@ -287,24 +305,39 @@ void dp_forward_mc(struct dataplane *dp, struct dp_ep *src,
 		return;
 	if (t->nedge > (int)(sizeof(alive) / sizeof(alive[0]))) {
 		big = malloc(sizeof(bool) * (size_t)t->nedge);
-		if (!big)
+		bigst = malloc(sizeof(uint64_t) * (size_t)t->nedge);
+		if (!big || !bigst) {
+			free(big);
+			free(bigst);
 			return;
+		}
 		ok = big;
+		st = bigst;
 	}
 	for (i = 0; i < t->nedge; i++) {
 		const struct dp_tree_edge *e = &t->e[i];
 
 		ok[i] = (e->parent < 0 || ok[e->parent]) &&
 			cross(dp, e->link, len, faults);
-		if (ok[i] && e->hca >= 0)
+		if (!ok[i])
+			continue;
+		/* Replication: every port of a switch starts once the head
+		 * is through it, each behind its own queue only. */
+		ready = e->parent < 0 ? inj : st[e->parent] + md->link_ns +
+						 md->switch_ns;
+		st[i] = dp_model_link(dp, e->link, ready, len, true);
+		if (e->hca >= 0) {
+			r.t_ns = st[i] + ser + md->link_ns;
 			to_hca_group(dp, e->hca, src, e->link, &r, pl, len,
 				     faults);
+		}
 	}
 	/* The uplink alone and no switch forwarding further: the first
 	 * switch's MFT does not carry it anywhere. */
 	if (t->nedge == 1 && ok[0])
 		drop(dp, up, DP_DROP_NO_ROUTE);
 	free(big);
+	free(bigst);
 }
 
 void dp_delay_tick(struct dataplane *dp, uint64_t now)

@@ -37,7 +37,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: ibmcast-dataplane --socket PATH --ctl PATH [--mft-ms N]\n"
 		"           [--lft-ms N] [--idle-ms N] [--smp-timeout-ms N]\n"
-		"           [--rq-bytes N] [--seed N]\n"
+		"           [--rq-bytes N] [--seed N] [--model NAME]\n"
 		"       ibmcast-dataplane ctl --ctl PATH counters [--all] | reset |\n"
 		"           status | clear | set KEY=VAL... | json REQUEST\n");
 }
@@ -76,7 +76,7 @@ static long num_opt(const char *s, const char *what, long lo, long hi)
 	return v;
 }
 
-static int setup(struct dataplane *dp)
+static int setup(struct dataplane *dp, const char *model)
 {
 	int ret, tries;
 
@@ -109,6 +109,13 @@ static int setup(struct dataplane *dp)
 	if (!dp->lc || !dp->faults.link_loss || !dp->hca_eps ||
 	    !dp->next_qpn || dp_tables_init(dp))
 		return -ENOMEM;
+	ret = dp_model_init(dp, model);
+	if (ret) {
+		fprintf(stderr, "ibmcast-dataplane: --model %s: %s (presets: "
+			"%s)\n", model, ret == -ENOENT ? "no such preset" :
+			strerror(-ret), dp_model_presets());
+		return ret;
+	}
 	for (ret = 0; ret < dp->fm.nnode; ret++)
 		dp->next_qpn[ret] = 0x100;
 	/* The first LFT pass before any endpoint can send. */
@@ -213,6 +220,7 @@ static void teardown(struct dataplane *dp)
 	/* dp_mad_close dropped the requests; their contexts remain. */
 	dp_sa_free_all(dp);
 	dp_tables_free(dp);
+	dp_model_free(dp);
 	free(dp->lc);
 	free(dp->faults.link_loss);
 	free(dp->hca_eps);
@@ -233,6 +241,7 @@ int main(int argc, char **argv)
 		{ "smp-timeout-ms", required_argument, NULL, 't' },
 		{ "rq-bytes", required_argument, NULL, 'r' },
 		{ "seed", required_argument, NULL, 'S' },
+		{ "model", required_argument, NULL, 'M' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
@@ -240,7 +249,7 @@ int main(int argc, char **argv)
 				.idle_ms = 10000, .smp_timeout_ms = 100,
 				.rq_bytes = 16u << 20, .listen_fd = -1,
 				.ctl_fd = -1 };
-	const char *sock = NULL, *ctl = NULL;
+	const char *sock = NULL, *ctl = NULL, *model = "hdr";
 	struct sigaction sa = { .sa_handler = on_signal };
 	int c, ret = 1;
 
@@ -263,6 +272,7 @@ int main(int argc, char **argv)
 		case 'S': dp.faults.seed = dp.faults.rng =
 			(uint64_t)num_opt(optarg, "--seed", 0, 0x7fffffffffffffffL);
 			break;
+		case 'M': model = optarg; break;
 		case 'h': usage(stdout); return 0;
 		default: usage(stderr); return 2;
 		}
@@ -277,7 +287,7 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	srandom((unsigned)getpid());
 
-	if (setup(&dp))
+	if (setup(&dp, model))
 		goto out;
 	dp.listen_fd = listen_unix(sock, SOCK_SEQPACKET);
 	dp.ctl_fd = listen_unix(ctl, SOCK_STREAM);
@@ -288,8 +298,8 @@ int main(int argc, char **argv)
 	}
 	dp.start_ns = ibmc__now_ns();
 	fprintf(stderr, "ibmcast-dataplane: ready on %s (control %s), MFTs "
-		"re-read every %d ms, LFTs every %d ms\n", sock, ctl,
-		dp.mft_ms, dp.lft_ms);
+		"re-read every %d ms, LFTs every %d ms, timing model %s\n",
+		sock, ctl, dp.mft_ms, dp.lft_ms, dp.model.name);
 	loop(&dp);
 	ret = 0;
 	fprintf(stderr, "ibmcast-dataplane: stopping\n");

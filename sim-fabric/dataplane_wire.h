@@ -15,13 +15,19 @@
  * on a UD QP: a packet the switches' tables do not carry somewhere is
  * silently lost (and counted). A RECV whose endpoint cannot take it (socket
  * buffer full) is dropped like a UD packet finding no receive WQE.
+ *
+ * Modeled time (version 2): every SEND carries t_ns, the modeled time at
+ * which the sender's CPU handed the packet to its HCA; every RECV carries
+ * t_ns, its modeled arrival at this QP as the data plane's model computed
+ * it, and the model's current overheads so the endpoint can keep its clock
+ * (see ibmcast-dataplane(8), "MODELED TIME").
  */
 #ifndef IBMCAST_DATAPLANE_WIRE_H
 #define IBMCAST_DATAPLANE_WIRE_H
 
 #include <stdint.h>
 
-#define IBMC_DP_VERSION 1
+#define IBMC_DP_VERSION 2
 #define IBMC_DP_NODE_MAX 64		/* node name, NUL included */
 #define IBMC_DP_MAX_PAYLOAD 4096	/* largest IB MTU */
 #define IBMC_DP_MSG_MAX 4352		/* header + body + payload, rounded */
@@ -58,6 +64,8 @@ struct ibmc_dp_hello_ok {
 	uint32_t qpn;		/* this endpoint's QP number, unique per node */
 	uint32_t mtu;		/* port MTU in bytes (max payload per packet) */
 	uint8_t port_gid[16];	/* subnet prefix + port GUID */
+	uint32_t o_s_ns;	/* the model's send overhead */
+	uint32_t o_r_ns;	/* the model's receive overhead */
 };
 
 struct ibmc_dp_error {
@@ -76,6 +84,8 @@ struct ibmc_dp_send_uc {
 	uint16_t pad;
 	uint32_t dqpn;
 	uint32_t qkey;
+	uint32_t pad2;
+	uint64_t t_ns;		/* modeled send time */
 };
 
 struct ibmc_dp_send_mc {
@@ -83,6 +93,7 @@ struct ibmc_dp_send_mc {
 	uint16_t mlid;		/* the switches forward on this */
 	uint16_t pad;
 	uint32_t qkey;
+	uint64_t t_ns;		/* modeled send time */
 };
 
 struct ibmc_dp_recv {
@@ -93,6 +104,9 @@ struct ibmc_dp_recv {
 	uint8_t is_mcast;
 	uint8_t pad[3];
 	uint8_t mgid[16];	/* when is_mcast */
+	uint64_t t_ns;		/* modeled arrival at this QP */
+	uint32_t o_s_ns;	/* the model's overheads, as of this packet */
+	uint32_t o_r_ns;
 };
 
 struct ibmc_dp_join {

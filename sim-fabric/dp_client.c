@@ -1,7 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* dp_client.c - an endpoint of the simulated data plane over its
  * SOCK_SEQPACKET socket. Packets that arrive while a control reply is
- * awaited are kept, in order, for the next receive. */
+ * awaited are kept, in order, for the next receive. It keeps the
+ * endpoint's modeled clock: + o_s per send, max(clock, arrival) + o_r per
+ * receive (ibmcast-dataplane(8), MODELED TIME). */
 #include "config.h"
 
 #include <errno.h>
@@ -30,6 +32,8 @@ struct ibmc_dp {
 	struct stash *head, *tail, *cur;
 	unsigned nstash;
 	unsigned long errors;
+	uint64_t clock_ns;		/* modeled time */
+	uint32_t o_s_ns, o_r_ns;	/* the model's, as last heard */
 	uint8_t buf[IBMC_DP_MSG_MAX + 64];
 };
 
@@ -181,6 +185,12 @@ int ibmc__dp_open(const char *path, const char *node, uint32_t qkey,
 		ret = await(dp, IBMC_DP_HELLO_OK, &dp->self, sizeof(dp->self));
 	if (ret)
 		goto err;
+	/* Modeled time starts at this machine's monotonic time: endpoints
+	 * opened later never start behind queues earlier ones left in the
+	 * model (modeled time runs far slower than this machine's). */
+	dp->clock_ns = ibmc__now_ns();
+	dp->o_s_ns = dp->self.o_s_ns;
+	dp->o_r_ns = dp->self.o_r_ns;
 	*out = dp;
 	return 0;
 err:
@@ -217,6 +227,16 @@ int ibmc__dp_fd(const struct ibmc_dp *dp)
 unsigned long ibmc__dp_errors(const struct ibmc_dp *dp)
 {
 	return dp->errors;
+}
+
+uint64_t ibmc__dp_clock(const struct ibmc_dp *dp)
+{
+	return dp->clock_ns;
+}
+
+void ibmc__dp_advance(struct ibmc_dp *dp, uint64_t ns)
+{
+	dp->clock_ns += ns;
 }
 
 static int mcast(struct ibmc_dp *dp, uint16_t type, const uint8_t mgid[16],
@@ -260,18 +280,29 @@ int ibmc__dp_send_uc(struct ibmc_dp *dp, uint16_t dlid, uint32_t dqpn,
 {
 	struct ibmc_dp_send_uc s = { .dlid = dlid, .dqpn = dqpn,
 				     .qkey = qkey };
+	int ret;
 
-	return send_msg(dp, IBMC_DP_SEND_UC, &s, sizeof(s), iov, iovcnt);
+	s.t_ns = dp->clock_ns + dp->o_s_ns;
+	ret = send_msg(dp, IBMC_DP_SEND_UC, &s, sizeof(s), iov, iovcnt);
+	if (!ret)
+		dp->clock_ns = s.t_ns;
+	return ret;
 }
+
 
 int ibmc__dp_send_mc(struct ibmc_dp *dp, const uint8_t mgid[16],
 		     uint16_t mlid, uint32_t qkey, const struct iovec *iov,
 		     int iovcnt)
 {
 	struct ibmc_dp_send_mc s = { .mlid = mlid, .qkey = qkey };
+	int ret;
 
 	memcpy(s.mgid, mgid, 16);
-	return send_msg(dp, IBMC_DP_SEND_MC, &s, sizeof(s), iov, iovcnt);
+	s.t_ns = dp->clock_ns + dp->o_s_ns;
+	ret = send_msg(dp, IBMC_DP_SEND_MC, &s, sizeof(s), iov, iovcnt);
+	if (!ret)
+		dp->clock_ns = s.t_ns;
+	return ret;
 }
 
 /* A RECV in buf (n bytes) into the caller's view; -EAGAIN if not one. */
@@ -293,6 +324,13 @@ static int view(struct ibmc_dp *dp, const uint8_t *buf, size_t n,
 	memcpy(hdr, buf + sizeof(h), sizeof(*hdr));
 	*data = buf + sizeof(h) + sizeof(*hdr);
 	*len = h.len;
+	/* Waiting for it, the CPU idles until it is there; then it pays
+	 * its receive overhead. */
+	dp->o_s_ns = hdr->o_s_ns;
+	dp->o_r_ns = hdr->o_r_ns;
+	if (hdr->t_ns > dp->clock_ns)
+		dp->clock_ns = hdr->t_ns;
+	dp->clock_ns += dp->o_r_ns;
 	return 0;
 }
 

@@ -50,6 +50,13 @@ int ibmc__dp_send_mc(struct ibmc_dp *dp, const uint8_t mgid[16],
 int ibmc__dp_recv(struct ibmc_dp *dp, struct ibmc_dp_recv *hdr,
 		  const void **data, size_t *len, int timeout_ms);
 
+/* The endpoint's modeled clock, ns (ibmcast-dataplane(8), MODELED TIME):
+ * starts at the open's monotonic time; a send adds the model's o_s and
+ * stamps the packet; a receive sets max(clock, the packet's modeled
+ * arrival) + o_r. ibmc__dp_advance adds declared time (computation). */
+uint64_t ibmc__dp_clock(const struct ibmc_dp *dp);
+void ibmc__dp_advance(struct ibmc_dp *dp, uint64_t ns);
+
 /* Errors the daemon sent for sends (malformed, over the MTU), since open. */
 unsigned long ibmc__dp_errors(const struct ibmc_dp *dp);
 

@@ -27,6 +27,8 @@ tests_libjob_bcast_skew_LDADD = libjob/libibmcast.la
 if BUILD_OSM_PLUGIN
 TESTS += tests/integration/libjob_bcast.sh
 TESTS += tests/integration/libjob_early_exit.sh
+TESTS += tests/integration/model_closed_forms.sh
+TESTS += tests/integration/model_host_independent.sh
 if BUILD_SPANK
 TESTS += tests/integration/libjob_pmi2.sh
 endif

@@ -193,7 +193,7 @@ floor_ratio() {
 		}' "$OUT/host_leaf.txt" -
 }
 
-echo "place,ranks,algo,loss,size,reps,median_us,max_us,link_bytes_per_bcast,algo_used,retransmits,timeouts,floor,repairs,dropped" > "$CSV"
+echo "place,ranks,algo,loss,size,reps,median_us,max_us,link_bytes_per_bcast,algo_used,retransmits,timeouts,floor,repairs,dropped,model_us" > "$CSV"
 FAILED=0
 
 # point PLACE N ALGO LOSS SIZE: one run; appends a CSV line.
@@ -219,16 +219,19 @@ point() {
 		tail -n 5 <<< "$out" >&2
 		return 1
 	fi
-	med=$(grep -oE 'median_us=[0-9.]+' <<< "$out" | cut -d= -f2)
-	max=$(grep -oE 'max_us=[0-9.]+' <<< "$out" | cut -d= -f2)
+	med=$(grep -oE ' median_us=[0-9.]+' <<< "$out" | cut -d= -f2)
+	max=$(grep -oE ' max_us=[0-9.]+' <<< "$out" | cut -d= -f2)
+	# modeled time (ibmcast-dataplane(8), MODELED TIME): median of the
+	# repetitions, from the common start to the last rank's return
+	model=$(grep -oE ' model_us=[0-9.]+' <<< "$out" | cut -d= -f2)
 	used=$(grep -oE 'algo=[a-z]+' <<< "$out" | tail -n 1 | cut -d= -f2)
 	retx=$(grep -oE 'retransmits=[0-9]+' <<< "$out" | cut -d= -f2)
 	tmo=$(grep -oE 'timeouts=[0-9]+' <<< "$out" | cut -d= -f2)
 	rep=$(grep -oE 'repairs=[0-9]+' <<< "$out" | cut -d= -f2)
 	fl=$(floor_ratio "$place" "$n" | cut -d' ' -f1)
-	echo "$place,$n,$algo,$loss,$size,$REPS,$med,$max,$((bytes / REPS)),$used,$retx,$tmo,$fl,$rep,$drops" >> "$CSV"
-	say "$(printf '%-7s %3d ranks %-8s loss %-4s %8d B: %10s us median, %12d link bytes/bcast (%s) retx %s repairs %s timeouts %s dropped %s' \
-		"$place" "$n" "$algo" "$loss" "$size" "$med" $((bytes / REPS)) "$used" "$retx" "$rep" "$tmo" "$drops")"
+	echo "$place,$n,$algo,$loss,$size,$REPS,$med,$max,$((bytes / REPS)),$used,$retx,$tmo,$fl,$rep,$drops,$model" >> "$CSV"
+	say "$(printf '%-7s %3d ranks %-8s loss %-4s %8d B: %10s us median wall, %9s us modeled, %12d link bytes/bcast (%s) retx %s repairs %s timeouts %s dropped %s' \
+		"$place" "$n" "$algo" "$loss" "$size" "$med" "${model:--}" $((bytes / REPS)) "$used" "$retx" "$rep" "$tmo" "$drops")"
 }
 
 [ "$LOADED_ONLY" = 1 ] && SIZES=()

@@ -22,6 +22,7 @@
 #include <time.h>
 
 #include "ibmcast/ibmcast.h"
+#include "ibmcast/sim.h"
 
 #define MAX_SIZES 64
 #define MAX_COMMS 16
@@ -53,6 +54,8 @@ struct job {
 };
 
 static ibmc_bootstrap_t bs;
+static ibmc_context_t *the_ctx;
+static bool modeled;		/* the transport keeps a modeled clock */
 static const char *prog = "bcast_check";
 
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2),
@@ -112,7 +115,9 @@ static void usage(FILE *f)
 		"half of the ranks), verifying every byte. --algo sets the algorithm\n"
 		"(auto, mcast, binomial, postal); --expect checks which one auto used.\n"
 		"--timing prints per-size completion times (all ranks start together;\n"
-		"end = the last rank's return). Exit 0 when every broadcast on every\n"
+		"end = the last rank's return), in wall time and, on the simulated\n"
+		"fabric, in modeled time (ibmc_sim_clock_ns(3): every rank's clock is\n"
+		"moved to a common start first). Exit 0 when every broadcast on every\n"
 		"rank was correct, 1 if any was not, 2 on setup errors.\n",
 		prog);
 }
@@ -344,11 +349,57 @@ static void *run_comm(void *arg)
 /* Timing mode: each broadcast starts after a bootstrap barrier, so all
  * ranks start together; completion = the last rank's end, on the machine's
  * one monotonic clock (every rank of the simulated fabric runs here). */
+/* Modeled time: every rank's clock to the latest one plus a margin that
+ * lets the model's queues drain, so that all start together; returns the
+ * common start. */
+static uint64_t model_align(void)
+{
+	uint64_t c, *all, t0 = 0;
+	int k;
+
+	if (!modeled)
+		return 0;
+	all = malloc(sizeof(*all) * (size_t)bs.size);
+	if (!all || ibmc_sim_clock_ns(the_ctx, &c) ||
+	    bs.allgather(bs.arg, &c, all, sizeof(c)))
+		die("aligning the modeled clocks failed");
+	for (k = 0; k < bs.size; k++)
+		if (all[k] > t0)
+			t0 = all[k];
+	t0 += 1000000;
+	if (ibmc_sim_clock_ns(the_ctx, &c) || (t0 > c &&
+	    ibmc_sim_compute(the_ctx, t0 - c)))
+		die("aligning the modeled clocks failed");
+	free(all);
+	return t0;
+}
+
+static void sort(double *v, int n)
+{
+	int k, i;
+	double t;
+
+	for (k = 1; k < n; k++)
+		for (i = k; i > 0 && v[i - 1] > v[i]; i--) {
+			t = v[i];
+			v[i] = v[i - 1];
+			v[i - 1] = t;
+		}
+}
+
+static double median(const double *v, int n)
+{
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+static double *model_med, *model_max, *model_first;
+
 static int run_timed(struct job *j, double *cmpl_med, double *cmpl_max)
 {
 	const struct opts *o = j->o;
 	int n = ibmc_comm_size(j->comm), si, rep, k, root, bad = 0;
-	double secs, mine[2], *all, *samples, t, t0, t1;
+	double secs, mine[3], *all, *samples, *msamp, *mfirst, t, t0, t1, m;
+	uint64_t mt0, c;
 	size_t maxlen = 1;
 	uint8_t *buf;
 
@@ -356,9 +407,11 @@ static int run_timed(struct job *j, double *cmpl_med, double *cmpl_max)
 		if (o->sizes[si] > maxlen)
 			maxlen = o->sizes[si];
 	buf = malloc(maxlen);
-	all = malloc(sizeof(double) * 2 * (size_t)bs.size);
+	all = malloc(sizeof(double) * 3 * (size_t)bs.size);
 	samples = malloc(sizeof(double) * (size_t)o->reps);
-	if (!buf || !all || !samples)
+	msamp = malloc(sizeof(double) * (size_t)o->reps);
+	mfirst = malloc(sizeof(double) * (size_t)o->reps);
+	if (!buf || !all || !samples || !msamp || !mfirst)
 		die("out of memory");
 	for (si = 0; si < o->nsizes; si++) {
 		for (rep = 0; rep < o->reps; rep++) {
@@ -366,38 +419,49 @@ static int run_timed(struct job *j, double *cmpl_med, double *cmpl_max)
 					  rep % n;
 			if (bs.allgather(bs.arg, mine, all, sizeof(mine)))
 				die("bootstrap barrier failed");
+			mt0 = model_align();
 			mine[0] = now();
 			if (one(j, buf, root, si, rep, &secs))
 				bad++;
 			else
 				j->ok++;
 			mine[1] = now();
+			mine[2] = 0;
+			if (modeled && !ibmc_sim_clock_ns(the_ctx, &c))
+				mine[2] = (double)(c - mt0) * 1e-9;
 			if (bs.allgather(bs.arg, mine, all, sizeof(mine)))
 				die("bootstrap allgather failed");
 			/* from the first start to the last end */
 			t0 = all[0];
 			t1 = all[1];
+			m = mfirst[rep] = all[2];
 			for (k = 1; k < bs.size; k++) {
-				if (all[2 * k] < t0)
-					t0 = all[2 * k];
-				if (all[2 * k + 1] > t1)
-					t1 = all[2 * k + 1];
+				if (all[3 * k] < t0)
+					t0 = all[3 * k];
+				if (all[3 * k + 1] > t1)
+					t1 = all[3 * k + 1];
+				if (all[3 * k + 2] > m)
+					m = all[3 * k + 2];
+				if (all[3 * k + 2] < mfirst[rep])
+					mfirst[rep] = all[3 * k + 2];
 			}
 			t = t1 - t0;
 			samples[rep] = t;
+			/* modeled: from the common start to the last end */
+			msamp[rep] = m;
 		}
 		/* median and max of the repetitions */
-		for (k = 1; k < o->reps; k++)
-			for (rep = k; rep > 0 && samples[rep - 1] > samples[rep];
-			     rep--) {
-				t = samples[rep];
-				samples[rep] = samples[rep - 1];
-				samples[rep - 1] = t;
-			}
-		cmpl_med[si] = o->reps % 2 ? samples[o->reps / 2] :
-			(samples[o->reps / 2 - 1] + samples[o->reps / 2]) / 2;
+		sort(samples, o->reps);
+		sort(msamp, o->reps);
+		sort(mfirst, o->reps);
+		cmpl_med[si] = median(samples, o->reps);
 		cmpl_max[si] = samples[o->reps - 1];
+		model_med[si] = median(msamp, o->reps);
+		model_max[si] = msamp[o->reps - 1];
+		model_first[si] = median(mfirst, o->reps);
 	}
+	free(msamp);
+	free(mfirst);
 	j->bad += (uint64_t)bad;
 	ibmc_comm_get_stats(j->comm, &j->st);
 	free(samples);
@@ -432,6 +496,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	rc = ibmc_init(&bs, &ctx);
+	the_ctx = ctx;
 	if (rc)
 		die("ibmc_init: %s", ibmc_strerror(rc));
 	n = ibmc_context_size(ctx);
@@ -491,8 +556,16 @@ int main(int argc, char **argv)
 	if (o.timing) {
 		med = calloc((size_t)o.nsizes, sizeof(double));
 		max = calloc((size_t)o.nsizes, sizeof(double));
-		if (!med || !max)
+		model_med = calloc((size_t)o.nsizes, sizeof(double));
+		model_max = calloc((size_t)o.nsizes, sizeof(double));
+		model_first = calloc((size_t)o.nsizes, sizeof(double));
+		if (!med || !max || !model_med || !model_max || !model_first)
 			die("out of memory");
+		{
+			uint64_t c;
+
+			modeled = !ibmc_sim_clock_ns(ctx, &c);
+		}
 		run_timed(&jobs[0], med, max);
 	} else {
 		for (i = 0; i < nj; i++)
@@ -558,11 +631,20 @@ int main(int argc, char **argv)
 		       v.repairs, v.timeouts, v.duplicates);
 		if (o.timing)
 			for (i = 0; i < o.nsizes; i++)
+			{
 				printf("%stime size=%zu algo=%s reps=%d "
-				       "median_us=%.1f max_us=%.1f\n",
+				       "median_us=%.1f max_us=%.1f",
 				       o.tap ? "# " : "", o.sizes[i],
 				       ibmc_comm_last_bcast_algo(jobs[0].comm),
 				       o.reps, med[i] * 1e6, max[i] * 1e6);
+				if (modeled)
+					printf(" model_us=%.3f model_max_us=%.3f"
+					       " model_first_us=%.3f",
+					       model_med[i] * 1e6,
+					       model_max[i] * 1e6,
+					       model_first[i] * 1e6);
+				printf("\n");
+			}
 		fflush(stdout);
 	}
 
@@ -576,6 +658,9 @@ int main(int argc, char **argv)
 	free(half);
 	free(med);
 	free(max);
+	free(model_med);
+	free(model_max);
+	free(model_first);
 	free(o.roots);
 	return v.bad || v.unexpected ? 1 : 0;
 }
