@@ -20,6 +20,8 @@ int main(void)
 		"ibmc_strerror", "ibmc_ibcast", "ibmc_barrier",
 		"ibmc_ibarrier", "ibmc_test", "ibmc_wait",
 		"ibmc_comm_set_algo", "ibmc_comm_last_algo",
+		"ibmc_allgather", "ibmc_iallgather", "ibmc_allreduce",
+		"ibmc_iallreduce",
 		"ibmc_sim_clock_ns", "ibmc_sim_compute",
 	};
 	static const char *const priv[] = {
