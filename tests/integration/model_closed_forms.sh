@@ -58,10 +58,11 @@ check_forms() {
 		--sizes 1,4000 --algo binomial
 	diag "$(grep 'time size' <<< "$BCAST_OUT")"
 	for size in 1 4000; do
-		# the median of the repetitions: the first broadcast after a
-		# change may start with the old overheads (see the man page)
+		# the least of the repetitions: one whose packets met no
+		# retransmission (on a busy host a real-time timer may add
+		# packets to a run, which moves its modeled time; see README)
 		m=$(grep "time size=$size " <<< "$BCAST_OUT" |
-			grep -oE ' model_us=[0-9.]+' | cut -d= -f2)
+			grep -oE ' model_min_us=[0-9.]+' | cut -d= -f2)
 		e=$(expect "$size")
 		within "${m:-0}" "$e"
 		ok $? "$label: $size B: modeled ${m:-?} us, closed form $e ns"
@@ -72,6 +73,10 @@ check_forms "default model ($(model name))"
 out=$(dp_ctl set o_s_ns=1000 o_r_ns=200 switch_ns=300 link_gbps=50)
 jq -e '.ok and .model.switch_ns == 300' <<< "$out" > /dev/null
 ok $? "the model changes while the fabric runs"
+# The first broadcast after a change may start with the old overheads
+# (see the man page): one untimed run first.
+"$IBMCAST_RUN" -n 2 --nodes 'node[1-2]' --job 301 --timeout 120 -- \
+	"$BCAST_CHECK" --sizes 1 --algo binomial > /dev/null 2>&1
 check_forms "o_s 1000, o_r 200, switch 300 ns, 50 Gb/s"
 dp_ctl set model=edr > /dev/null
 [ "$(model link_gbps)" = 100 ]

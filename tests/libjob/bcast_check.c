@@ -392,7 +392,7 @@ static double median(const double *v, int n)
 	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
 }
 
-static double *model_med, *model_max, *model_first;
+static double *model_med, *model_max, *model_first, *model_min;
 
 static int run_timed(struct job *j, double *cmpl_med, double *cmpl_max)
 {
@@ -458,6 +458,7 @@ static int run_timed(struct job *j, double *cmpl_med, double *cmpl_max)
 		cmpl_max[si] = samples[o->reps - 1];
 		model_med[si] = median(msamp, o->reps);
 		model_max[si] = msamp[o->reps - 1];
+		model_min[si] = msamp[0];
 		model_first[si] = median(mfirst, o->reps);
 	}
 	free(msamp);
@@ -559,7 +560,9 @@ int main(int argc, char **argv)
 		model_med = calloc((size_t)o.nsizes, sizeof(double));
 		model_max = calloc((size_t)o.nsizes, sizeof(double));
 		model_first = calloc((size_t)o.nsizes, sizeof(double));
-		if (!med || !max || !model_med || !model_max || !model_first)
+		model_min = calloc((size_t)o.nsizes, sizeof(double));
+		if (!med || !max || !model_med || !model_max || !model_first ||
+		    !model_min)
 			die("out of memory");
 		{
 			uint64_t c;
@@ -639,10 +642,12 @@ int main(int argc, char **argv)
 				       o.reps, med[i] * 1e6, max[i] * 1e6);
 				if (modeled)
 					printf(" model_us=%.3f model_max_us=%.3f"
-					       " model_first_us=%.3f",
+					       " model_first_us=%.3f"
+					       " model_min_us=%.3f",
 					       model_med[i] * 1e6,
 					       model_max[i] * 1e6,
-					       model_first[i] * 1e6);
+					       model_first[i] * 1e6,
+					       model_min[i] * 1e6);
 				printf("\n");
 			}
 		fflush(stdout);
@@ -661,6 +666,7 @@ int main(int argc, char **argv)
 	free(model_med);
 	free(model_max);
 	free(model_first);
+	free(model_min);
 	free(o.roots);
 	return v.bad || v.unexpected ? 1 : 0;
 }
