@@ -10,6 +10,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "ompi/coll_ibmcast.h"
 #include "ompi/constants.h"
@@ -38,12 +39,18 @@ struct ibmcast_component mca_coll_ibmcast_component = {
 	.enable = true,
 };
 
+/* One write per line, so that lines of different ranks do not mix. */
 static void vsay(const char *fmt, va_list ap)
 {
-	fprintf(stderr, IBMCAST_COLL ": rank %d: ",
-		mca_coll_ibmcast_component.world_rank);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+	char line[1024];
+	int n;
+
+	n = snprintf(line, sizeof(line), IBMCAST_COLL ": rank %d: ",
+		     mca_coll_ibmcast_component.world_rank);
+	vsnprintf(line + n, sizeof(line) - (size_t)n - 1, fmt, ap);
+	strcat(line, "\n");
+	fputs(line, stderr);
+	fflush(stderr);
 }
 
 void mca_coll_ibmcast_say(const char *fmt, ...)
