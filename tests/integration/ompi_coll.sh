@@ -7,9 +7,10 @@
 # per simulated node, IBMCAST_NODE from OMPI_COMM_WORLD_RANK, IBMCAST_* by
 # -x) verify every MPI_Bcast (every root, 1 B..1 MiB, BYTE/INT/DOUBLE,
 # strided and mixed types, world/dup/split/create) and MPI_Barrier (no rank
-# leaves before all entered), and hundreds of communicators created and
-# freed; coll_base_verbose shows the component selected, its summary counts
-# the calls over multicast, and the data plane replicated packets. With
+# leaves before all entered), hundreds of communicators created and
+# freed, and a Fortran program's MPI_BCAST (mpifort.openmpi);
+# coll_base_verbose shows the component selected, its summary counts the
+# calls over multicast, and the data plane replicated packets. With
 # coll_ibmcast_enable 0, or without a ready pool, the same programs pass on
 # Open MPI's own collectives with no fabric traffic.
 
@@ -37,7 +38,7 @@ need_file "$RPROG" "tests/mpi/barrier_ompi"
 need_file "$CPROG" "tests/mpi/comms_ompi"
 need_file "$IBMCASTCTL" "tools/ibmcastctl"
 
-plan 31
+plan 33
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ibmcast-ompi-test.XXXXXX")
 at_exit "rm -rf '$tmp'"
@@ -192,6 +193,31 @@ ok "$([ $(( $(field "$rsum" "over multicast") + $(field "$rsum" "point-to-point"
 	"barrier_ompi: rank 0's barriers on its mapped communicators went through libibmcast"
 if [ "$rc" != 0 ]; then
 	diag "$(grep -v ' ok$' "$tmp/barrier.out" | tail -n 30)"
+fi
+
+# --- Fortran ---------------------------------------------------------------
+# Fortran's MPI_BCAST reaches the component inside Open MPI, nothing
+# interposed. Built here with mpifort.openmpi (gfortran), which configure
+# does not require.
+if command -v mpifort.openmpi > /dev/null &&
+   mpifort.openmpi -o "$tmp/bcast_f" "$top_srcdir/tests/mpi/bcast_f.f90" \
+	> "$tmp/bcast_f.build" 2>&1; then
+	dp_ctl reset > /dev/null
+	rc=0
+	ompirun "$tmp/fortran.out" "$tmp/bcast_f" -- \
+		OMPI_MCA_coll_ibmcast_verbose=1 || rc=$?
+	is "$rc/$(grep -cE '^bcast_f: rank [0-9]+: 32 broadcasts verified, 0 errors$' "$tmp/fortran.out")" \
+		"0/$NRANKS" "Fortran (use mpi): mpirun exits 0, every rank verified every MPI_BCAST"
+	bsum=$(summary "$tmp/fortran.out" MPI_Bcast)
+	diag "$bsum"
+	ok "$([ "$(field "$bsum" "over multicast")" -gt 0 ] &&
+	      [ "$(field "$bsum" "passed to the previous")" = 0 ] &&
+	      [ "$(rx_minus_tx)" -gt 0 ]; echo $?)" \
+		"Fortran: MPI_BCAST went over multicast (the component's summary, the data plane's counters)"
+	[ "$rc" = 0 ] || diag "$(tail -n 20 "$tmp/fortran.out")"
+else
+	skip "no mpifort.openmpi (gfortran) to build tests/mpi/bcast_f.f90"
+	skip "no mpifort.openmpi (gfortran) to build tests/mpi/bcast_f.f90"
 fi
 
 # --- coll_ibmcast_enable 0 ---------------------------------------------------
