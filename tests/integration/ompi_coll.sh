@@ -23,7 +23,7 @@ COMP=$top_builddir/ompi/.libs/mca_coll_ibmcast.so
 BPROG=$top_builddir/tests/mpi/bcast_ompi
 RPROG=$top_builddir/tests/mpi/barrier_ompi
 CPROG=$top_builddir/tests/mpi/comms_ompi
-CITERS=150	# rounds of comms_mpi: 3 communicators created and freed each
+CITERS=400	# rounds of comms_mpi: 3 communicators created and freed each
 NRANKS=4
 
 plugin_built || skip_all "osm-plugin/.libs/libibmcast_osm.so not built"
@@ -39,6 +39,18 @@ need_file "$CPROG" "tests/mpi/comms_ompi"
 need_file "$IBMCASTCTL" "tools/ibmcastctl"
 
 plan 33
+
+# Under the sanitizer build: Open MPI leaks from its own components at
+# MPI_Finalize, which LeakSanitizer cannot name to suppress; the ranks keep
+# every other check (as mpi_shim.sh does for MPICH). A program not built
+# with the sanitizer (the Fortran one) gets its runtime preloaded.
+asan_preload=
+if ldd "$COMP" 2>/dev/null | grep -q libasan; then
+	export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
+	asan_preload=$(ldd "$COMP" | awk '/libasan|libubsan/ { print $3 }' |
+		paste -sd: -)
+	diag "sanitizer build: MPI ranks run with detect_leaks=0 (Open MPI's own leaks)"
+fi
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ibmcast-ompi-test.XXXXXX")
 at_exit "rm -rf '$tmp'"
@@ -83,7 +95,7 @@ ompirun() {
 	(
 		xs=()
 		for v in "$@"; do export "${v?}"; done
-		for v in $(compgen -e | grep -E '^(IBMCAST_|OMPI_MCA_)'); do
+		for v in $(compgen -e | grep -E '^(IBMCAST_|OMPI_MCA_|ASAN_OPTIONS$|LD_PRELOAD$)'); do
 			xs+=(-x "$v")
 		done
 		# shellcheck disable=SC2016,SC2086 # $OMPI_COMM_WORLD_RANK: the rank's
@@ -205,7 +217,8 @@ if command -v mpifort.openmpi > /dev/null &&
 	dp_ctl reset > /dev/null
 	rc=0
 	ompirun "$tmp/fortran.out" "$tmp/bcast_f" -- \
-		OMPI_MCA_coll_ibmcast_verbose=1 || rc=$?
+		OMPI_MCA_coll_ibmcast_verbose=1 \
+		${asan_preload:+LD_PRELOAD=$asan_preload} || rc=$?
 	is "$rc/$(grep -cE '^bcast_f: rank [0-9]+: 32 broadcasts verified, 0 errors$' "$tmp/fortran.out")" \
 		"0/$NRANKS" "Fortran (use mpi): mpirun exits 0, every rank verified every MPI_BCAST"
 	bsum=$(summary "$tmp/fortran.out" MPI_Bcast)
