@@ -74,10 +74,11 @@ for f in "$IBMCAST_RUN" "$BARRIER_CHECK" "$IBMCASTCTL" \
 		"barrier_check), or give --builddir" >&2; exit 1; }
 done
 command -v jq > /dev/null || { echo "jq not installed" >&2; exit 1; }
-MPIEXEC=$(command -v mpiexec.mpich || command -v mpiexec || true)
+# MPICH's launcher by its own name (the plain mpiexec may be Open MPI's).
+MPIEXEC=$(command -v mpiexec.mpich || true)
 MPI_WHY=
 if [ -z "$MPIEXEC" ]; then
-	MPI_WHY="no mpiexec (Debian package mpich)"
+	MPI_WHY="no mpiexec.mpich (Debian package mpich)"
 elif [ ! -x "$BARRIER_MPI" ]; then
 	MPI_WHY="$BARRIER_MPI not built (configure found no MPI?)"
 fi

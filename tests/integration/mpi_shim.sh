@@ -31,10 +31,14 @@ plugin_built || skip_all "osm-plugin/.libs/libibmcast_osm.so not built"
 need_cmd ibsim ibsim-utils
 need_cmd opensm opensm
 need_cmd jq jq
-# (the shim is built against MPICH when both are installed: its launcher)
-MPIEXEC=$(command -v mpiexec.mpich || command -v mpiexec) ||
-	skip_all "no mpiexec (Debian package mpich)"
 need_file "$SHIM" "libjob/libibmcast_mpi.so (configure found no MPI?)"
+# MPICH's own launcher, by its own name: with Open MPI installed beside it
+# the plain mpiexec is Open MPI's (its alternative has the higher priority).
+# The Open MPI side is tests/integration/ompi_coll.sh.
+ldd "$SHIM" | grep -q libmpich ||
+	skip_all "libibmcast_mpi.so is not built against MPICH (configure found only Open MPI)"
+MPIEXEC=$(command -v mpiexec.mpich) ||
+	skip_all "no mpiexec.mpich (Debian package mpich)"
 need_file "$PROG" "tests/mpi/bcast_mpi"
 need_file "$BPROG" "tests/mpi/barrier_mpi"
 need_file "$IBMCASTCTL" "tools/ibmcastctl"

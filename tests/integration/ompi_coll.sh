@@ -1,0 +1,268 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# coll/ibmcast (mca_coll_ibmcast.so) inside Open MPI 4.1 on the simulated
+# fabric with OpenSM and the data plane, loaded from the build tree through
+# OMPI_MCA_mca_base_component_path: ompi_info lists its parameters; unmodified
+# MPI programs built with mpicc.openmpi and run by mpirun.openmpi (one rank
+# per simulated node, IBMCAST_NODE from OMPI_COMM_WORLD_RANK, IBMCAST_* by
+# -x) verify every MPI_Bcast (every root, 1 B..1 MiB, BYTE/INT/DOUBLE,
+# strided and mixed types, world/dup/split/create) and MPI_Barrier (no rank
+# leaves before all entered), hundreds of communicators created and
+# freed, and a Fortran program's MPI_BCAST (mpifort.openmpi);
+# coll_base_verbose shows the component selected, its summary counts the
+# calls over multicast, and the data plane replicated packets. With
+# coll_ibmcast_enable 0, or without a ready pool, the same programs pass on
+# Open MPI's own collectives with no fabric traffic.
+
+# shellcheck disable=SC1091
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
+# shellcheck disable=SC1091
+. "$top_srcdir/tests/lib-libjob.sh"
+
+COMP=$top_builddir/ompi/.libs/mca_coll_ibmcast.so
+BPROG=$top_builddir/tests/mpi/bcast_ompi
+RPROG=$top_builddir/tests/mpi/barrier_ompi
+CPROG=$top_builddir/tests/mpi/comms_ompi
+CITERS=400	# rounds of comms_mpi: 3 communicators created and freed each
+NRANKS=4
+
+plugin_built || skip_all "osm-plugin/.libs/libibmcast_osm.so not built"
+need_cmd ibsim ibsim-utils
+need_cmd opensm opensm
+need_cmd jq jq
+need_cmd mpirun.openmpi openmpi-bin
+need_cmd ompi_info openmpi-bin
+need_file "$COMP" "ompi/mca_coll_ibmcast.so (configure --with-openmpi)"
+need_file "$BPROG" "tests/mpi/bcast_ompi"
+need_file "$RPROG" "tests/mpi/barrier_ompi"
+need_file "$CPROG" "tests/mpi/comms_ompi"
+need_file "$IBMCASTCTL" "tools/ibmcastctl"
+
+plan 33
+
+# Under the sanitizer build: Open MPI leaks from its own components at
+# MPI_Finalize, which LeakSanitizer cannot name to suppress; the ranks keep
+# every other check (as mpi_shim.sh does for MPICH). A program not built
+# with the sanitizer (the Fortran one) gets its runtime preloaded.
+asan_preload=
+if ldd "$COMP" 2>/dev/null | grep -q libasan; then
+	export ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0
+	asan_preload=$(ldd "$COMP" | awk '/libasan|libubsan/ { print $3 }' |
+		paste -sd: -)
+	diag "sanitizer build: MPI ranks run with detect_leaks=0 (Open MPI's own leaks)"
+fi
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/ibmcast-ompi-test.XXXXXX")
+at_exit "rm -rf '$tmp'"
+
+# Only the component's .so in the directory Open MPI scans: libtool's
+# .libs also holds objects named mca_*, which Open MPI would try to load.
+mkdir "$tmp/components"
+ln -s "$(cd "$(dirname "$COMP")" && pwd)/${COMP##*/}" "$tmp/components/"
+ompi_pkglibdir=$(ompi_info --path pkglibdir --parsable |
+	sed -n 's/^path:pkglibdir://p')
+export OMPI_MCA_mca_base_component_path=$tmp/components:$ompi_pkglibdir
+# (as root in the test container; harmless otherwise)
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+
+# --- ompi_info --------------------------------------------------------------
+info=$(ompi_info --param coll ibmcast 2>&1)
+like "$info" 'MCA coll: ibmcast \(MCA v2\.1\.0, API v2\.0\.0' \
+	"ompi_info finds the component through OMPI_MCA_mca_base_component_path"
+ok "$(for p in priority enable verbose; do
+	grep -q "parameter \"coll_ibmcast_$p\"" <<< "$info" || exit 1
+      done; echo $?)" \
+	"ompi_info --param coll ibmcast lists coll_ibmcast_priority, _enable, _verbose"
+is "$(grep -c 'unable to open' <<< "$info")" 0 "ompi_info loads it without complaint"
+
+sim_up --hosts 8 --radix 8 || bail_out "fabric did not come up"
+# shellcheck disable=SC1091
+. "$SIM_DIR/env"
+libjob_reserve 411 "node[1-$NRANKS]" 4 || bail_out "job 411 not ready"
+ibmcast_env_from_wait 411 || bail_out "no wait reply for job 411"
+
+# ompirun OUT PROG ARGS [-- VAR=VALUE...]: PROG on NRANKS ranks under
+# mpirun.openmpi, rank i on node i+1 (IBMCAST_NODE), every IBMCAST_* and
+# OMPI_MCA_* variable of this shell plus the given ones passed with -x;
+# exit status of mpirun; stdout+stderr in OUT. Extra mpirun options in
+# MPIRUN_OPTS.
+ompirun() {
+	local out=$1 prog=$2 args=()
+	shift 2
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do args+=("$1"); shift; done
+	[ $# -eq 0 ] || shift
+	diag "mpirun.openmpi: $NRANKS ranks of ${prog##*/} ${args[*]} $* ${MPIRUN_OPTS:-}"
+	(
+		xs=()
+		for v in "$@"; do export "${v?}"; done
+		for v in $(compgen -e | grep -E '^(IBMCAST_|OMPI_MCA_|ASAN_OPTIONS$|LD_PRELOAD$)'); do
+			xs+=(-x "$v")
+		done
+		# shellcheck disable=SC2016,SC2086 # $OMPI_COMM_WORLD_RANK: the rank's
+		exec timeout 300 mpirun.openmpi --allow-run-as-root \
+			--oversubscribe --bind-to none -np "$NRANKS" "${xs[@]}" \
+			${MPIRUN_OPTS:-} \
+			sh -c 'IBMCAST_NODE=node$((OMPI_COMM_WORLD_RANK + 1)) exec "$0" "$@"' \
+			"$prog" "${args[@]}" < /dev/null > "$out" 2>&1
+	)
+}
+
+# bverified OUT: every rank verified its broadcasts with 0 errors.
+bverified() {
+	[ "$(grep -cE '^bcast_mpi: rank [0-9]+: [0-9]+ broadcasts verified, 0 errors$' "$1")" = "$NRANKS" ] &&
+		! grep -q 'FAIL$' "$1" && grep -q '^size ' "$1"
+}
+
+# rx_minus_tx: packets the data plane delivered beyond those sent to it,
+# > 0 only when the fabric replicated multicast.
+rx_minus_tx() {
+	dp_ctl counters | jq '.delivered - .sends'
+}
+
+# summary OUT COLL: the component's summary line of COLL on rank 0.
+summary() {
+	grep "^coll_ibmcast: rank 0: $2: " "$1"
+}
+
+# field LINE TEXT: the number before TEXT in LINE.
+field() {
+	sed -n "s/.*[ :(]\([0-9][0-9]*\) $2.*/\1/p" <<< "$1" | head -n 1
+}
+
+# --- MPI_Bcast over multicast ----------------------------------------------
+dp_ctl reset > /dev/null
+rc=0
+MPIRUN_OPTS="--mca coll_base_verbose 9" ompirun "$tmp/bcast.out" "$BPROG" -- \
+	OMPI_MCA_coll_ibmcast_verbose=1 || rc=$?
+is "$rc" 0 "bcast_ompi with coll/ibmcast: mpirun exits 0"
+ok "$(bverified "$tmp/bcast.out"; echo $?)" \
+	"every rank verified every broadcast (world, dup, split, create; 1 B..1 MiB; BYTE, INT, DOUBLE, strided, mixed)"
+sel=$(grep -c 'coll:base:comm_select: selecting *ibmcast, priority *90, Enabled' "$tmp/bcast.out")
+ok "$([ "${sel:-0}" -ge $((NRANKS * 3)) ]; echo $?)" \
+	"coll_base_verbose: ibmcast selected and enabled on $sel communicators (world, dup, split, create on every rank)"
+bsum=$(summary "$tmp/bcast.out" MPI_Bcast)
+diag "$bsum"
+diag "$(grep '^coll_ibmcast: rank 0: communicators' "$tmp/bcast.out")"
+mcast=$(field "$bsum" "over multicast")
+ok "$([ "${mcast:-0}" -gt 100 ]; echo $?)" \
+	"the summary: ${mcast:-no} broadcasts of rank 0 over multicast"
+is "$(field "$bsum" "passed to the previous")" 0 \
+	"no broadcast was passed to the previous module"
+ok "$([ "$(field "$bsum" "packed")" -gt 0 ]; echo $?)" \
+	"the strided broadcasts were packed by Open MPI's convertor"
+extra=$(rx_minus_tx)
+bytes=$(dp_total_link_bytes)
+ok "$([ "${extra:-0}" -gt 1000 ]; echo $?)" \
+	"the data plane replicated multicast: $extra more packets delivered than sent"
+ok "$([ "${bytes:-0}" -gt $((3 * 1048576)) ]; echo $?)" \
+	"fabric links carried the broadcasts ($bytes bytes)"
+if [ "$rc" != 0 ] || ! bverified "$tmp/bcast.out"; then
+	diag "$(grep -v -e ' ok$' -e 'coll:base' "$tmp/bcast.out" | tail -n 30)"
+fi
+
+# --- communicators created and freed ---------------------------------------
+dp_ctl reset > /dev/null
+rc=0
+ompirun "$tmp/comms.out" "$CPROG" "$CITERS" -- \
+	OMPI_MCA_coll_ibmcast_verbose=1 || rc=$?
+is "$rc" 0 "comms_ompi ($CITERS rounds of dup, split, create and free): mpirun exits 0"
+is "$(grep -cE '^comms_mpi: rank [0-9]+: [0-9]+ communicators, [0-9]+ broadcasts verified, 0 errors$' "$tmp/comms.out")" \
+	"$NRANKS" "comms_ompi: every rank verified every broadcast on every communicator"
+csum=$(grep '^coll_ibmcast: rank 0: communicators' "$tmp/comms.out")
+bsum=$(summary "$tmp/comms.out" MPI_Bcast)
+rsum=$(summary "$tmp/comms.out" MPI_Barrier)
+diag "$csum"
+diag "$bsum"
+diag "$rsum"
+# rank 0 is in the dup, its split and the evens' communicator each round
+is "$(field "$csum" "mapped")" $((CITERS * 3 + 1)) \
+	"comms_ompi: rank 0 mapped world and all $((CITERS * 3)) communicators it was in"
+like "$csum" ", 0 left to the previous module" "comms_ompi: no mapping failed"
+is "$(field "$bsum" "non-blocking")" $((CITERS * 3 + 1)) \
+	"comms_ompi: every MPI_Ibcast passed to the previous module, counted as non-blocking"
+ok "$([ "$(field "$bsum" "over multicast")" -gt "$CITERS" ]; echo $?)" \
+	"comms_ompi: broadcasts on the short-lived communicators went over multicast"
+is "$(( $(field "$rsum" "over multicast") + $(field "$rsum" "point-to-point") ))/$(field "$rsum" "communicator not mapped")" \
+	"$((CITERS * 3 + 1))/0" \
+	"comms_ompi: every MPI_Barrier of rank 0 went through libibmcast"
+ok "$([ "$(rx_minus_tx)" -gt 0 ]; echo $?)" \
+	"comms_ompi: the data plane replicated multicast"
+if [ "$rc" != 0 ]; then
+	diag "$(tail -n 30 "$tmp/comms.out")"
+fi
+
+# --- MPI_Barrier -------------------------------------------------------------
+dp_ctl reset > /dev/null
+rc=0
+ompirun "$tmp/barrier.out" "$RPROG" 100 -- OMPI_MCA_coll_ibmcast_verbose=1 ||
+	rc=$?
+is "$rc" 0 "barrier_ompi: mpirun exits 0"
+is "$(grep -cE '^barrier_mpi: rank [0-9]+: [0-9]+ barriers verified \([0-9]+ on an intercommunicator\), 0 errors$' "$tmp/barrier.out")" \
+	"$NRANKS" "barrier_ompi: no rank left a barrier before all entered (world, dup, split, solo, intercomm)"
+rsum=$(summary "$tmp/barrier.out" MPI_Barrier)
+diag "$rsum"
+ok "$([ $(( $(field "$rsum" "over multicast") + $(field "$rsum" "point-to-point") )) -ge 200 ]; echo $?)" \
+	"barrier_ompi: rank 0's barriers on its mapped communicators went through libibmcast"
+if [ "$rc" != 0 ]; then
+	diag "$(grep -v ' ok$' "$tmp/barrier.out" | tail -n 30)"
+fi
+
+# --- Fortran ---------------------------------------------------------------
+# Fortran's MPI_BCAST reaches the component inside Open MPI, nothing
+# interposed. Built here with mpifort.openmpi (gfortran), which configure
+# does not require.
+if command -v mpifort.openmpi > /dev/null &&
+   mpifort.openmpi -o "$tmp/bcast_f" "$top_srcdir/tests/mpi/bcast_f.f90" \
+	> "$tmp/bcast_f.build" 2>&1; then
+	dp_ctl reset > /dev/null
+	rc=0
+	ompirun "$tmp/fortran.out" "$tmp/bcast_f" -- \
+		OMPI_MCA_coll_ibmcast_verbose=1 \
+		${asan_preload:+LD_PRELOAD=$asan_preload} || rc=$?
+	is "$rc/$(grep -cE '^bcast_f: rank [0-9]+: 32 broadcasts verified, 0 errors$' "$tmp/fortran.out")" \
+		"0/$NRANKS" "Fortran (use mpi): mpirun exits 0, every rank verified every MPI_BCAST"
+	bsum=$(summary "$tmp/fortran.out" MPI_Bcast)
+	diag "$bsum"
+	ok "$([ "$(field "$bsum" "over multicast")" -gt 0 ] &&
+	      [ "$(field "$bsum" "passed to the previous")" = 0 ] &&
+	      [ "$(rx_minus_tx)" -gt 0 ]; echo $?)" \
+		"Fortran: MPI_BCAST went over multicast (the component's summary, the data plane's counters)"
+	[ "$rc" = 0 ] || diag "$(tail -n 20 "$tmp/fortran.out")"
+else
+	skip "no mpifort.openmpi (gfortran) to build tests/mpi/bcast_f.f90"
+	skip "no mpifort.openmpi (gfortran) to build tests/mpi/bcast_f.f90"
+fi
+
+# --- coll_ibmcast_enable 0 ---------------------------------------------------
+dp_ctl reset > /dev/null
+rc=0
+MPIRUN_OPTS="--mca coll_base_verbose 9 --mca coll_ibmcast_enable 0" \
+	ompirun "$tmp/off.out" "$BPROG" -- OMPI_MCA_coll_ibmcast_verbose=1 ||
+	rc=$?
+is "$rc" 0 "--mca coll_ibmcast_enable 0: mpirun exits 0"
+ok "$(bverified "$tmp/off.out"; echo $?)" \
+	"--mca coll_ibmcast_enable 0: every rank verified every broadcast"
+is "$(grep -c 'selecting *ibmcast' "$tmp/off.out")/$(grep -c '^coll_ibmcast' "$tmp/off.out")" \
+	"0/0" "--mca coll_ibmcast_enable 0: never selected, says nothing"
+is "$(dp_total_link_bytes)/$(rx_minus_tx)" "0/0" \
+	"--mca coll_ibmcast_enable 0: no traffic on the fabric at all"
+
+# --- no ready pool ---------------------------------------------------------
+dp_ctl reset > /dev/null
+rc=0
+ompirun "$tmp/nopool.out" "$BPROG" -- IBMCAST_STATE=unavailable \
+	IBMCAST_REASON="test says so" || rc=$?
+is "$rc" 0 "IBMCAST_STATE=unavailable: mpirun exits 0"
+ok "$(bverified "$tmp/nopool.out"; echo $?)" \
+	"IBMCAST_STATE=unavailable: every rank verified every broadcast"
+is "$(grep -c '^coll_ibmcast' "$tmp/nopool.out")/$(dp_total_link_bytes)" \
+	"1/0" "IBMCAST_STATE=unavailable: one line from rank 0, no fabric traffic"
+diag "$(grep '^coll_ibmcast' "$tmp/nopool.out")"
+
+# A job that never asked for ibmcast: silent unless asked.
+rc=0
+(unset IBMCAST_STATE; ompirun "$tmp/none.out" "$BPROG") || rc=$?
+is "$rc/$(grep -c '^coll_ibmcast' "$tmp/none.out")" "0/0" \
+	"no IBMCAST_STATE: mpirun exits 0, the component says nothing"
+ok "$(bverified "$tmp/none.out"; echo $?)" \
+	"no IBMCAST_STATE: every rank verified every broadcast"
