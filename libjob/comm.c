@@ -12,6 +12,7 @@
 
 #include "common/fnv.h"
 #include "common/log.h"
+#include "libjob/coll/coll.h"
 #include "libjob/comm.h"
 #include "libjob/dispatch.h"
 
@@ -146,6 +147,14 @@ int ibmc_comm_create(ibmc_context_t *ctx, const int *ranks, int n,
 	c->next = ctx->comms;
 	ctx->comms = c;
 	ibmc__replay_ctx(ctx, c);
+	if (ctx->env.barrier_measure_create) {
+		rc = ibmc__barrier_measure_now(c);
+		if (rc) {
+			ibmc__comm_destroy(c);
+			pthread_mutex_unlock(&ctx->lock);
+			return rc;
+		}
+	}
 	pthread_mutex_unlock(&ctx->lock);
 	*out = c;
 	return 0;

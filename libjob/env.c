@@ -181,5 +181,16 @@ int ibmc__env_read(struct ibmc__env *e)
 	e->bcast_sync = (int)v;
 	rc = knob("IBMCAST_PROGRESS_THREAD", 0, 1, 1, &v) ?: rc;
 	e->progress_thread = (int)v;
+	s = getenv("IBMCAST_BARRIER_MEASURE");
+	if (s && *s) {
+		if (!strcmp(s, "create")) {
+			e->barrier_measure_create = 1;
+		} else if (strcmp(s, "first")) {
+			ibmc_log(IBMC_LOG_ERROR,
+				 "libibmcast: IBMCAST_BARRIER_MEASURE=\"%s\" is not first or create",
+				 s);
+			rc = -EINVAL;
+		}
+	}
 	return rc;
 }

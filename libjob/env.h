@@ -40,6 +40,7 @@ struct ibmc__env {
 	int bcast_sync;			/* IBMCAST_BCAST_SYNC: return only
 					 * when every member holds the data */
 	int progress_thread;		/* IBMCAST_PROGRESS_THREAD */
+	int barrier_measure_create;	/* IBMCAST_BARRIER_MEASURE=create */
 };
 
 /* Reads the environment into *e. Never fails for multicast reasons; returns

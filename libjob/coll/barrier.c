@@ -3,14 +3,15 @@
  * The barrier collective: its algorithm table, auto's choice by
  * measurement, and ibmc_barrier()/ibmc_ibarrier().
  *
- * Auto measures: the first blocking barrier of a communicator whose
- * member set has not been measured yet times a few trial barriers of each
- * candidate (n-way for n = 1 .. min(8, P-1), and the multicast release
- * when the communicator may multicast); rank 0's medians decide and a
- * broadcast shares the decision, which every member caches in its
- * context for that size and node layout. Measuring there, not at communicator
- * creation, keeps creation free of traffic (no join, no test, no wait)
- * and costs nothing to communicators that never call a barrier. A
+ * Auto measures: the first blocking barrier of a communicator whose size
+ * and node layout have not been measured yet times a few trial barriers
+ * of each candidate (n-way for n = 1 .. min(8, P-1), and the multicast
+ * release when the communicator may multicast); rank 0's medians decide
+ * and a broadcast shares the decision, which every member caches in its
+ * context for that size and node layout. Measuring there, not at
+ * communicator creation, keeps creation free of traffic (no join, no test,
+ * no wait) and costs nothing to communicators that never call a barrier;
+ * IBMCAST_BARRIER_MEASURE=create measures at creation instead. A
  * non-blocking barrier never measures: it uses what was measured, or
  * the 1-way dissemination.
  */
@@ -226,6 +227,15 @@ out:
 	c->st = saved;
 	memcpy(c->last_algo, saved_last, sizeof(saved_last));
 	return rc;
+}
+
+/* At communicator creation, with IBMCAST_BARRIER_MEASURE=create; lock
+ * held. */
+int ibmc__barrier_measure_now(struct ibmc_comm *c)
+{
+	if (needs_measuring(c) && !cache_find(c))
+		return measure(c);
+	return 0;
 }
 
 int ibmc_barrier(ibmc_comm_t *c)

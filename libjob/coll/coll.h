@@ -51,6 +51,10 @@ int ibmc__algo_lookup(int coll, const char *name, int *param);
 /* The name of algorithm id of coll ("auto" for 0, "unknown" else). */
 const char *ibmc__algo_name_of(int coll, int id);
 
+/* Measure the barrier's candidates on comm now if auto needs it
+ * (collective; ctx->lock held). 0 or -errno. */
+int ibmc__barrier_measure_now(struct ibmc_comm *comm);
+
 /* Start a broadcast on comm for req (ctx->lock held; see ibmc_ibcast),
  * for collectives built on it. 0 or -errno. */
 int ibmc__bcast_start(struct ibmc_comm *comm, void *buf, size_t len,

@@ -302,6 +302,10 @@ int main(void)
 	one(10, "mcast", 150, 50000);
 	one(10, "mcast", 100, 200000);
 	one(9, "auto", 100, 0);
+	/* Measured at communicator creation instead of the first barrier. */
+	setenv("IBMCAST_BARRIER_MEASURE", "create", 1);
+	one(7, "auto", 60, 0);
+	unsetenv("IBMCAST_BARRIER_MEASURE");
 
 	lbjob_env(3, 2048);
 	fails = lbjob_run(6, mixed, NULL);
