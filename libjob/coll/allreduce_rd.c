@@ -88,7 +88,8 @@ static int start(struct ibmc__task *t)
 		if (!d->vec[k] || !d->in[k])
 			return -ENOMEM;
 	}
-	memcpy(d->vec[0], a->buf, len);
+	if (len)
+		memcpy(d->vec[0], a->buf, len);
 	if (me < 2 * rem) {
 		d->fold_in = malloc(len ? len : 1);
 		if (!d->fold_in)
@@ -151,7 +152,8 @@ static int progress(struct ibmc__task *t, int64_t now)
 				if (rc)
 					return rc;
 			} else {
-				memcpy(a->buf, d->vec[k], len);
+				if (len)
+					memcpy(a->buf, d->vec[k], len);
 				if (c->rank < 2 * rem) {
 					rc = ibmc__xfer_post(&d->xs, 1, 1,
 							     c->rank - 1,

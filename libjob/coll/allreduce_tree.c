@@ -62,8 +62,10 @@ static int start(struct ibmc__task *t)
 	r->in = calloc((size_t)n + 1, sizeof(*r->in));
 	if (!r->acc || !r->order || !r->in)
 		return -ENOMEM;
-	memcpy(r->acc, a->buf, len);
-	memcpy(r->order, r->tree.children, sizeof(int) * (size_t)n);
+	if (len)
+		memcpy(r->acc, a->buf, len);
+	if (n)
+		memcpy(r->order, r->tree.children, sizeof(int) * (size_t)n);
 	qsort(r->order, (size_t)n, sizeof(int), cmp_int);
 	rc = ibmc__xfers_init(&r->xs, t, n + 1);
 	for (i = 0; !rc && i < n; i++) {
@@ -105,7 +107,9 @@ static int progress(struct ibmc__task *t, int64_t now)
 				if (rc)
 					return rc;
 			} else {
-				memcpy(a->buf, r->acc, t->args.len);
+				if (t->args.len)
+					memcpy(a->buf, r->acc,
+					       t->args.len);
 			}
 		}
 	}
