@@ -20,6 +20,11 @@ tests_mpi_bcast_mpi_LDADD = $(MPI_LIBS)
 check_PROGRAMS += tests/mpi/barrier_mpi
 tests_mpi_barrier_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
 tests_mpi_barrier_mpi_LDADD = $(MPI_LIBS)
+check_PROGRAMS += tests/mpi/allgather_mpi tests/mpi/allreduce_mpi
+tests_mpi_allgather_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
+tests_mpi_allgather_mpi_LDADD = $(MPI_LIBS)
+tests_mpi_allreduce_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
+tests_mpi_allreduce_mpi_LDADD = $(MPI_LIBS) -lm
 if BUILD_OSM_PLUGIN
 TESTS += tests/integration/mpi_shim.sh
 endif

@@ -4,8 +4,9 @@
  * libibmcast's multicast broadcast. MPI_Init bootstraps a context over
  * PMPI_Allgather; every intracommunicator made by MPI_Comm_dup/split/create
  * (and MPI_COMM_WORLD) gets an ibmc communicator at creation, cached as an
- * attribute; MPI_Bcast and MPI_Barrier on those go through ibmc_bcast and
- * ibmc_barrier. Anything that fails at setup leaves the program on plain
+ * attribute; MPI_Bcast, MPI_Barrier, MPI_Allgather and MPI_Allreduce on
+ * those go through ibmc_bcast, ibmc_barrier, ibmc_allgather and
+ * ibmc_allreduce. Anything that fails at setup leaves the program on plain
  * MPI; see libibmcast_mpi(7).
  */
 #include "config.h"
@@ -28,6 +29,37 @@
  * (MPI_THREAD_MULTIPLE): the counters they bump are shared. */
 #define COUNT(x) __atomic_fetch_add(&(x), 1, __ATOMIC_RELAXED)
 
+/* Why an MPI_Allgather or MPI_Allreduce went to MPI's own; one counter
+ * each. Every reason is the same on every member of the communicator. */
+enum pass {
+	PASS_UNMAPPED,		/* communicator has no ibmc communicator */
+	PASS_ARGS,		/* arguments MPI must reject */
+	PASS_SIZE,		/* more than libibmcast takes */
+	PASS_SIGNATURE,		/* send and receive sizes differ */
+	PASS_OP,		/* not a predefined operation */
+	PASS_TYPE,		/* no ibmc_dtype_t for the datatype */
+	PASS_OPTYPE,		/* MPI does not define op on the datatype */
+	PASS_MAX
+};
+
+static const char *const pass_why[PASS_MAX] = {
+	[PASS_UNMAPPED] = "communicator not mapped",
+	[PASS_ARGS] = "invalid arguments",
+	[PASS_SIZE] = "too large",
+	[PASS_SIGNATURE] = "send and receive sizes differ",
+	[PASS_OP] = "user-defined op",
+	[PASS_TYPE] = "datatype not mapped",
+	[PASS_OPTYPE] = "op not defined on the datatype",
+};
+
+/* One collective's counters (MPI_Allgather, MPI_Allreduce). */
+struct ctally {
+	unsigned long mcast;		/* over multicast */
+	unsigned long p2p;		/* libibmcast's point-to-point */
+	unsigned long packed;		/* ... of a non-contiguous type */
+	unsigned long pass[PASS_MAX];	/* handed to MPI, by reason */
+};
+
 /* Counters of one rank, printed by rank 0 at MPI_Finalize when verbose. */
 struct tally {
 	unsigned long shim;		/* broadcasts through ibmc_bcast */
@@ -38,6 +70,7 @@ struct tally {
 	unsigned long bar_nway;		/* ... by point-to-point dissemination */
 	unsigned long bar_other;	/* ... by an algorithm added later */
 	unsigned long bar_passthrough;	/* handed to PMPI_Barrier */
+	struct ctally ag, ar;		/* MPI_Allgather, MPI_Allreduce */
 	unsigned long comms;		/* ibmc communicators made */
 	unsigned long comms_p2p;	/* ... of them without multicast */
 	ibmc_comm_stats_t freed;	/* stats of communicators already freed */
@@ -90,6 +123,8 @@ static void stats_add(ibmc_comm_stats_t *to, const ibmc_comm_stats_t *s)
 	to->bcasts += s->bcasts;
 	to->mcast_bcasts += s->mcast_bcasts;
 	to->barriers += s->barriers;
+	to->allgathers += s->allgathers;
+	to->allreduces += s->allreduces;
 	to->packets_sent += s->packets_sent;
 	to->bytes_sent += s->bytes_sent;
 	to->retransmits += s->retransmits;
@@ -211,7 +246,7 @@ static void map_comm(MPI_Comm comm)
 		/* (set_attr is local and does not fail on a valid keyval) */
 		if (ic)
 			comm_release(ic);
-		say0("a communicator of %d ranks stays on MPI's broadcast and barrier: creating its ibmcast communicator failed on some rank",
+		say0("a communicator of %d ranks stays on MPI's collectives: creating its ibmcast communicator failed on some rank",
 		     n);
 		return;
 	}
@@ -266,7 +301,7 @@ static void shim_start(void)
 	 * collective, so all ranks decide together.
 	 */
 	if (!all_agree(S.boot, ok && state && !strcmp(state, "ready"))) {
-		say0("IBMCAST_STATE is %s%s%s: MPI_Bcast and MPI_Barrier stay MPI's own",
+		say0("IBMCAST_STATE is %s%s%s: MPI's own collectives are used",
 		     state ? state : "not set (job without --ibmcast)",
 		     reason ? ": " : "", reason ? reason : "");
 		return;
@@ -284,7 +319,7 @@ static void shim_start(void)
 	S.on = 1;
 	map_comm(MPI_COMM_WORLD);
 	if (S.verbose)
-		say0("libibmcast %s up on %d ranks; MPI_Bcast and MPI_Barrier go over ibmcast",
+		say0("libibmcast %s up on %d ranks; MPI_Bcast, MPI_Barrier, MPI_Allgather and MPI_Allreduce go over ibmcast",
 		     IBMC_VERSION_STRING, bs.size);
 }
 
@@ -526,6 +561,369 @@ pass:
 	return PMPI_Barrier(comm);
 }
 
+/* A call of coll over libibmcast, by the algorithm it used. */
+static void count_coll(struct ctally *t, ibmc_comm_t *ic, const char *coll,
+		       int packed)
+{
+	if (!strcmp(ibmc_comm_last_algo(ic, coll), "mcast"))
+		COUNT(t->mcast);
+	else
+		COUNT(t->p2p);
+	if (packed)
+		COUNT(t->packed);
+}
+
+/* A call handed to MPI's own, and why (only while the shim is on). */
+static void count_pass(struct ctally *t, const char *what, enum pass why)
+{
+	if (!S.on)
+		return;
+	COUNT(t->pass[why]);
+	if (S.verbose >= 2)
+		say0("%s: MPI's own (%s)", what, pass_why[why]);
+}
+
+/*
+ * As for a broadcast: a collective that failed on this rank may have
+ * completed on others, which would not call MPI's again.
+ */
+static void coll_failed(const char *what, MPI_Comm comm, size_t len, int rc)
+{
+	int n = 0;
+
+	PMPI_Comm_size(comm, &n);
+	fprintf(stderr,
+		SHIM ": rank %d: %s of %zu bytes on %d ranks over ibmcast failed: %s. Other ranks may already have completed it, so it cannot be redone with MPI's; aborting (IBMCAST_MPI=0 runs without the shim)\n",
+		S.rank, what, len, n, ibmc_strerror(rc));
+	PMPI_Abort(comm, 70);
+}
+
+/* Packs (dir 1) count elements of type at buf into the len bytes at tmp,
+ * or unpacks (dir 0) them; 0 or -EPROTO (this MPI's pack has a header). */
+static int convert(int dir, void *buf, int count, MPI_Datatype type,
+		   void *tmp, size_t len, MPI_Comm comm)
+{
+	int pos = 0;
+
+	if (dir)
+		return PMPI_Pack(buf, count, type, tmp, (int)len, &pos,
+				 comm) == MPI_SUCCESS && (size_t)pos == len ?
+			       0 : -EPROTO;
+	return PMPI_Unpack(tmp, (int)len, &pos, buf, count, type, comm) ==
+			       MPI_SUCCESS && (size_t)pos == len ?
+		       0 : -EPROTO;
+}
+
+/*
+ * Every member of a mapped communicator takes this path for every
+ * allgather whose block (recvcount elements of recvtype) fits: MPI lets
+ * members use different datatypes of one type signature, so only the
+ * block's byte count, equal on all members, decides. Contiguous data moves
+ * in place; a non-contiguous send type is packed into the rank's slot, a
+ * non-contiguous receive type gathers into a packed buffer unpacked after.
+ * A send size unlike the receive size is an erroneous program: MPI's own
+ * allgather reports it.
+ */
+int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
+		  void *recvbuf, int recvcount, MPI_Datatype recvtype,
+		  MPI_Comm comm)
+{
+	ibmc_comm_t *ic = comm_of(comm);
+	int inplace = sendbuf == MPI_IN_PLACE, n, me, ssize, rsize, rc;
+	int packed = 0;
+	MPI_Aint lb, slb, xlb, extent;
+	size_t blocklen = 0, total;
+	char *dst, *tmp = NULL;
+	const void *src;
+	enum pass why;
+
+	if (!ic) {
+		why = PASS_UNMAPPED;
+		goto pass;
+	}
+	if (recvcount < 0 || PMPI_Type_size(recvtype, &rsize) != MPI_SUCCESS ||
+	    PMPI_Type_get_extent(recvtype, &xlb, &extent) != MPI_SUCCESS ||
+	    PMPI_Comm_size(comm, &n) != MPI_SUCCESS) {
+		why = PASS_ARGS;
+		goto pass;
+	}
+	blocklen = (size_t)recvcount * (size_t)rsize;
+	/* (PMPI_Pack counts in int) */
+	if ((uint64_t)blocklen * (uint64_t)n > INT_MAX) {
+		why = PASS_SIZE;
+		goto pass;
+	}
+	total = blocklen * (size_t)n;
+	if (!inplace &&
+	    (sendcount < 0 ||
+	     PMPI_Type_size(sendtype, &ssize) != MPI_SUCCESS ||
+	     (uint64_t)sendcount * (uint64_t)ssize != blocklen)) {
+		why = PASS_SIGNATURE;
+		goto pass;
+	}
+	PMPI_Comm_rank(comm, &me);
+	if (!blocklen) {
+		rc = ibmc_allgather(ic, IBMC_IN_PLACE, recvbuf, 0);
+	} else if (contiguous(recvtype, recvcount * n, &lb)) {
+		dst = (char *)recvbuf + lb;
+		src = IBMC_IN_PLACE;
+		if (!inplace && contiguous(sendtype, sendcount, &slb)) {
+			src = (const char *)sendbuf + slb;
+		} else if (!inplace) {
+			rc = convert(1, (void *)sendbuf, sendcount, sendtype,
+				     dst + (size_t)me * blocklen, blocklen,
+				     comm);
+			if (rc)
+				goto fail;
+			packed = 1;
+		}
+		rc = ibmc_allgather(ic, src, dst, blocklen);
+	} else {
+		packed = 1;
+		tmp = malloc(total);
+		if (!tmp) {
+			rc = -ENOMEM;
+			goto fail;
+		}
+		rc = inplace ?
+			convert(1, (char *)recvbuf + (MPI_Aint)me * recvcount *
+					   extent,
+				recvcount, recvtype,
+				tmp + (size_t)me * blocklen, blocklen, comm) :
+			convert(1, (void *)sendbuf, sendcount, sendtype,
+				tmp + (size_t)me * blocklen, blocklen, comm);
+		if (!rc)
+			rc = ibmc_allgather(ic, IBMC_IN_PLACE, tmp, blocklen);
+		if (!rc)
+			rc = convert(0, recvbuf, recvcount * n, recvtype, tmp,
+				     total, comm);
+	}
+	if (rc)
+		goto fail;
+	free(tmp);
+	count_coll(&S.t.ag, ic, "allgather", packed);
+	if (S.verbose >= 2)
+		say0("MPI_Allgather %zu bytes a block on %d ranks: %s%s",
+		     blocklen, n, ibmc_comm_last_algo(ic, "allgather"),
+		     packed ? " (packed)" : "");
+	return MPI_SUCCESS;
+fail:
+	free(tmp);
+	coll_failed("MPI_Allgather", comm, blocklen, rc);
+	return MPI_ERR_OTHER;
+pass:
+	count_pass(&S.t.ag, "MPI_Allgather", why);
+	return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount,
+			      recvtype, comm);
+}
+
+/* MPI's predefined operations and libibmcast's; -1: user-defined. */
+static int map_op(MPI_Op op)
+{
+	static const struct {
+		MPI_Op mpi;
+		ibmc_op_t ibmc;
+	} ops[] = {
+		{ MPI_SUM, IBMC_SUM }, { MPI_PROD, IBMC_PROD },
+		{ MPI_MIN, IBMC_MIN }, { MPI_MAX, IBMC_MAX },
+		{ MPI_LAND, IBMC_LAND }, { MPI_LOR, IBMC_LOR },
+		{ MPI_LXOR, IBMC_LXOR }, { MPI_BAND, IBMC_BAND },
+		{ MPI_BOR, IBMC_BOR }, { MPI_BXOR, IBMC_BXOR },
+		{ MPI_MINLOC, IBMC_MINLOC }, { MPI_MAXLOC, IBMC_MAXLOC },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+		if (ops[i].mpi == op)
+			return (int)ops[i].ibmc;
+	return -1;
+}
+
+/* What a predefined datatype is to a reduction. */
+enum kind { K_SIGNED, K_UNSIGNED, K_CHAR, K_BYTE, K_FLOAT, K_PAIR };
+
+/* The MINLOC/MAXLOC pairs as libibmcast lays them out (C's structs). */
+struct p_float { float v; int i; };
+struct p_double { double v; int i; };
+struct p_long { long v; int i; };
+struct p_int { int v; int i; };
+struct p_short { short v; int i; };
+struct p_ldouble { long double v; int i; };
+
+/*
+ * The ibmc_dtype_t of a predefined datatype whose elements follow each
+ * other without holes at its size (or, for a pair, at the C struct's
+ * size), and its element size; -1 for anything else (derived types,
+ * MPI_C_BOOL, complex, Fortran and C++ types). Integers map by size and
+ * signedness, so MPI_LONG is IBMC_INT64 on LP64. *bitwise_only: MPI_BYTE,
+ * which MPI reduces with MPI_BAND, MPI_BOR and MPI_BXOR only.
+ */
+static int map_dtype(MPI_Datatype type, size_t *esize, int *bitwise_only)
+{
+	static const ibmc_dtype_t ints[2][4] = {
+		{ IBMC_INT8, IBMC_INT16, IBMC_INT32, IBMC_INT64 },
+		{ IBMC_UINT8, IBMC_UINT16, IBMC_UINT32, IBMC_UINT64 },
+	};
+	static const struct {
+		MPI_Datatype mpi;
+		enum kind kind;
+		ibmc_dtype_t pair;
+		size_t pair_size;
+	} types[] = {
+		{ MPI_CHAR, K_CHAR, 0, 0 },
+		{ MPI_SIGNED_CHAR, K_SIGNED, 0, 0 },
+		{ MPI_SHORT, K_SIGNED, 0, 0 },
+		{ MPI_INT, K_SIGNED, 0, 0 },
+		{ MPI_LONG, K_SIGNED, 0, 0 },
+		{ MPI_LONG_LONG_INT, K_SIGNED, 0, 0 },
+		{ MPI_LONG_LONG, K_SIGNED, 0, 0 },
+		{ MPI_INT8_T, K_SIGNED, 0, 0 },
+		{ MPI_INT16_T, K_SIGNED, 0, 0 },
+		{ MPI_INT32_T, K_SIGNED, 0, 0 },
+		{ MPI_INT64_T, K_SIGNED, 0, 0 },
+		{ MPI_AINT, K_SIGNED, 0, 0 },
+		{ MPI_OFFSET, K_SIGNED, 0, 0 },
+		{ MPI_COUNT, K_SIGNED, 0, 0 },
+		{ MPI_UNSIGNED_CHAR, K_UNSIGNED, 0, 0 },
+		{ MPI_UNSIGNED_SHORT, K_UNSIGNED, 0, 0 },
+		{ MPI_UNSIGNED, K_UNSIGNED, 0, 0 },
+		{ MPI_UNSIGNED_LONG, K_UNSIGNED, 0, 0 },
+		{ MPI_UNSIGNED_LONG_LONG, K_UNSIGNED, 0, 0 },
+		{ MPI_UINT8_T, K_UNSIGNED, 0, 0 },
+		{ MPI_UINT16_T, K_UNSIGNED, 0, 0 },
+		{ MPI_UINT32_T, K_UNSIGNED, 0, 0 },
+		{ MPI_UINT64_T, K_UNSIGNED, 0, 0 },
+		{ MPI_BYTE, K_BYTE, 0, 0 },
+		{ MPI_FLOAT, K_FLOAT, 0, 0 },
+		{ MPI_DOUBLE, K_FLOAT, 0, 0 },
+		{ MPI_LONG_DOUBLE, K_FLOAT, 0, 0 },
+		{ MPI_FLOAT_INT, K_PAIR, IBMC_FLOAT_INT,
+		  sizeof(struct p_float) },
+		{ MPI_DOUBLE_INT, K_PAIR, IBMC_DOUBLE_INT,
+		  sizeof(struct p_double) },
+		{ MPI_LONG_INT, K_PAIR, IBMC_LONG_INT, sizeof(struct p_long) },
+		{ MPI_2INT, K_PAIR, IBMC_2INT, sizeof(struct p_int) },
+		{ MPI_SHORT_INT, K_PAIR, IBMC_SHORT_INT,
+		  sizeof(struct p_short) },
+		{ MPI_LONG_DOUBLE_INT, K_PAIR, IBMC_LONG_DOUBLE_INT,
+		  sizeof(struct p_ldouble) },
+	};
+	MPI_Aint lb, extent, tlb, textent;
+	enum kind kind;
+	size_t i;
+	int size, u;
+
+	for (i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+		if (types[i].mpi == type)
+			break;
+	if (i == sizeof(types) / sizeof(types[0]) ||
+	    PMPI_Type_size(type, &size) != MPI_SUCCESS ||
+	    PMPI_Type_get_extent(type, &lb, &extent) != MPI_SUCCESS ||
+	    PMPI_Type_get_true_extent(type, &tlb, &textent) != MPI_SUCCESS ||
+	    lb != 0 || tlb != 0)
+		return -1;
+	kind = types[i].kind;
+	*esize = (size_t)extent;
+	*bitwise_only = kind == K_BYTE;
+	if (kind == K_PAIR)
+		return (size_t)extent == types[i].pair_size ?
+			       (int)types[i].pair : -1;
+	if (size != extent)
+		return -1;
+	if (kind == K_FLOAT)
+		return size == sizeof(float) && type == MPI_FLOAT ? IBMC_FLOAT :
+		       size == sizeof(double) && type == MPI_DOUBLE ?
+							IBMC_DOUBLE :
+		       size == sizeof(long double) && type == MPI_LONG_DOUBLE ?
+							IBMC_LONG_DOUBLE :
+							-1;
+	u = kind == K_UNSIGNED || kind == K_BYTE ||
+	    (kind == K_CHAR && CHAR_MIN == 0);
+	switch (size) {
+	case 1: return (int)ints[u][0];
+	case 2: return (int)ints[u][1];
+	case 4: return (int)ints[u][2];
+	case 8: return (int)ints[u][3];
+	}
+	return -1;
+}
+
+/* MPI's rules (and libibmcast's): arithmetic on numbers, logical and
+ * bitwise operations on integers (MPI_BYTE: bitwise only), MINLOC and
+ * MAXLOC on the pairs only. */
+static int op_fits(ibmc_op_t op, ibmc_dtype_t dt, int bitwise_only)
+{
+	int pair = dt >= IBMC_FLOAT_INT, integer = dt <= IBMC_UINT64;
+
+	switch (op) {
+	case IBMC_SUM: case IBMC_PROD: case IBMC_MIN: case IBMC_MAX:
+		return !pair && !bitwise_only;
+	case IBMC_LAND: case IBMC_LOR: case IBMC_LXOR:
+		return integer && !bitwise_only;
+	case IBMC_BAND: case IBMC_BOR: case IBMC_BXOR:
+		return integer;
+	case IBMC_MINLOC: case IBMC_MAXLOC:
+		return pair;
+	}
+	return 0;
+}
+
+/*
+ * MPI requires the same count, datatype and operation on every member, and
+ * MPI_IN_PLACE on all or none: every reason to pass through below is the
+ * same on every member, so all take libibmcast's path or all MPI's.
+ */
+int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count,
+		  MPI_Datatype type, MPI_Op op, MPI_Comm comm)
+{
+	ibmc_comm_t *ic = comm_of(comm);
+	int iop, dt, bitwise_only = 0, rc, n;
+	size_t esize = 0;
+	enum pass why;
+
+	if (!ic) {
+		why = PASS_UNMAPPED;
+		goto pass;
+	}
+	if ((iop = map_op(op)) < 0) {
+		why = PASS_OP;
+		goto pass;
+	}
+	if ((dt = map_dtype(type, &esize, &bitwise_only)) < 0) {
+		why = PASS_TYPE;
+		goto pass;
+	}
+	if (!op_fits(iop, dt, bitwise_only)) {
+		why = PASS_OPTYPE;
+		goto pass;
+	}
+	if (count < 0) {
+		why = PASS_ARGS;
+		goto pass;
+	}
+	if ((uint64_t)count * esize > UINT32_MAX) {
+		why = PASS_SIZE;
+		goto pass;
+	}
+	rc = ibmc_allreduce(ic, sendbuf == MPI_IN_PLACE ? IBMC_IN_PLACE :
+							  sendbuf,
+			    recvbuf, (size_t)count, dt, iop);
+	if (rc) {
+		coll_failed("MPI_Allreduce", comm, (size_t)count * esize, rc);
+		return MPI_ERR_OTHER;
+	}
+	count_coll(&S.t.ar, ic, "allreduce", 0);
+	if (S.verbose >= 2) {
+		PMPI_Comm_size(comm, &n);
+		say0("MPI_Allreduce %d elements on %d ranks: %s", count, n,
+		     ibmc_comm_last_algo(ic, "allreduce"));
+	}
+	return MPI_SUCCESS;
+pass:
+	count_pass(&S.t.ar, "MPI_Allreduce", why);
+	return PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm);
+}
+
 /*
  * MPI_Ibcast and MPI_Ibarrier are not wrapped. Their MPI_Request would have
  * to stand for an ibmc request, which moves only inside libibmcast's calls:
@@ -536,6 +934,27 @@ pass:
  * on MPI's channel, which orders them apart from the ibmcast collectives
  * of the same communicator; see libibmcast_mpi(7).
  */
+
+/* "rank 0: N MPI_Allreduce over ibmcast (mcast M, p2p P; K packed), X
+ * passed to MPI (A communicator not mapped, ...); allreduces=L" */
+static void csummary(const char *what, const struct ctally *t,
+		     const char *stat, uint64_t n)
+{
+	char why[512];
+	unsigned long passed = 0;
+	int i, len = 0;
+
+	why[0] = 0;
+	for (i = 0; i < PASS_MAX; i++) {
+		passed += t->pass[i];
+		len += snprintf(why + len, sizeof(why) - (size_t)len,
+				"%s%lu %s", i ? ", " : "", t->pass[i],
+				pass_why[i]);
+	}
+	say0("rank 0: %lu %s over ibmcast (mcast %lu, p2p %lu; %lu packed), %lu passed to MPI (%s); %s=%llu",
+	     t->mcast + t->p2p, what, t->mcast, t->p2p, t->packed, passed,
+	     why, stat, (unsigned long long)n);
+}
 
 static void summary(void)
 {
@@ -555,6 +974,8 @@ static void summary(void)
 	     S.t.bar_mcast + S.t.bar_nway + S.t.bar_other, S.t.bar_mcast,
 	     S.t.bar_nway, S.t.bar_other, S.t.bar_passthrough,
 	     (unsigned long long)s->barriers, (unsigned long long)s->pulls);
+	csummary("MPI_Allgather", &S.t.ag, "allgathers", s->allgathers);
+	csummary("MPI_Allreduce", &S.t.ar, "allreduces", s->allreduces);
 }
 
 int MPI_Finalize(void)

@@ -2,8 +2,8 @@
 /*
  * coll_ibmcast.h - the Open MPI 4.1 collective component over libibmcast:
  * the component (parameters, the job's one context, the summary) and the
- * per-communicator module (MPI_Bcast, MPI_Barrier; the rest stays with the
- * modules selected before it). See mca_coll_ibmcast(7).
+ * per-communicator module (MPI_Bcast, MPI_Barrier, MPI_Allgather,
+ * MPI_Allreduce; the rest stays with the modules selected before it). See mca_coll_ibmcast(7).
  */
 #ifndef IBMCAST_OMPI_COLL_IBMCAST_H
 #define IBMCAST_OMPI_COLL_IBMCAST_H
@@ -27,6 +27,10 @@ enum ibmcast_pass {
 	IBMCAST_PASS_UNMAPPED,	/* communicator has no ibmc communicator */
 	IBMCAST_PASS_SIZE,	/* message larger than libibmcast takes */
 	IBMCAST_PASS_NONBLOCKING, /* MPI_Ibcast / MPI_Ibarrier */
+	IBMCAST_PASS_SIGNATURE,	/* allgather: send and receive sizes differ */
+	IBMCAST_PASS_OP,	/* allreduce: a user-defined operation */
+	IBMCAST_PASS_TYPE,	/* allreduce: no ibmc_dtype_t for the type */
+	IBMCAST_PASS_OPTYPE,	/* allreduce: op not defined on the type */
 	IBMCAST_PASS_MAX
 };
 
@@ -34,7 +38,7 @@ enum ibmcast_pass {
 struct ibmcast_tally {
 	unsigned long mcast;		/* over multicast */
 	unsigned long p2p;		/* libibmcast's point-to-point */
-	unsigned long packed;		/* ... bcasts of a non-contiguous type */
+	unsigned long packed;		/* ... of a non-contiguous type */
 	unsigned long pass[IBMCAST_PASS_MAX];
 };
 
@@ -55,7 +59,7 @@ struct ibmcast_component {
 	ibmc_context_t *ctx;
 	struct ibmcast_module *live;	/* modules holding an ibmc comm */
 
-	struct ibmcast_tally bcast, barrier;
+	struct ibmcast_tally bcast, barrier, allgather, allreduce;
 	unsigned long comms, comms_p2p, comms_failed;
 	ibmc_comm_stats_t freed;	/* stats of released ibmc comms */
 };
@@ -79,6 +83,10 @@ struct ibmcast_module {
 	mca_coll_base_module_t *prev_ibcast_module;
 	mca_coll_base_module_ibarrier_fn_t prev_ibarrier;
 	mca_coll_base_module_t *prev_ibarrier_module;
+	mca_coll_base_module_allgather_fn_t prev_allgather;
+	mca_coll_base_module_t *prev_allgather_module;
+	mca_coll_base_module_allreduce_fn_t prev_allreduce;
+	mca_coll_base_module_t *prev_allreduce_module;
 };
 OBJ_CLASS_DECLARATION(ibmcast_module_t);
 typedef struct ibmcast_module ibmcast_module_t;
@@ -96,6 +104,16 @@ int mca_coll_ibmcast_bcast(void *buf, int count,
 			   mca_coll_base_module_t *module);
 int mca_coll_ibmcast_barrier(struct ompi_communicator_t *comm,
 			     mca_coll_base_module_t *module);
+int mca_coll_ibmcast_allgather(const void *sbuf, int scount,
+			       struct ompi_datatype_t *sdtype, void *rbuf,
+			       int rcount, struct ompi_datatype_t *rdtype,
+			       struct ompi_communicator_t *comm,
+			       mca_coll_base_module_t *module);
+int mca_coll_ibmcast_allreduce(const void *sbuf, void *rbuf, int count,
+			       struct ompi_datatype_t *dtype,
+			       struct ompi_op_t *op,
+			       struct ompi_communicator_t *comm,
+			       mca_coll_base_module_t *module);
 int mca_coll_ibmcast_ibcast(void *buf, int count,
 			    struct ompi_datatype_t *dtype, int root,
 			    struct ompi_communicator_t *comm,

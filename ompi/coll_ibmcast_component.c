@@ -79,12 +79,13 @@ static int ibmcast_register(void)
 	const mca_base_component_t *v = &c->super.collm_version;
 	const char *env = getenv("IBMCAST_MPI_VERBOSE");
 
-	/* Above tuned (30), han and sm: MPI_Bcast and MPI_Barrier are ours
-	 * wherever the pool is usable; the rest is never set, so it stays
-	 * with whichever module had it. */
+	/* Above tuned (30), han and sm: MPI_Bcast, MPI_Barrier,
+	 * MPI_Allgather and MPI_Allreduce are ours wherever the pool is
+	 * usable; the rest is never set, so it stays with whichever module
+	 * had it. */
 	c->priority = 90;
 	(void)mca_base_component_var_register(v, "priority",
-		"Priority of coll/ibmcast for MPI_Bcast and MPI_Barrier on intracommunicators (it provides no other collective)",
+		"Priority of coll/ibmcast for MPI_Bcast, MPI_Barrier, MPI_Allgather and MPI_Allreduce on intracommunicators (it provides no other collective)",
 		MCA_BASE_VAR_TYPE_INT, NULL, 0, 0, OPAL_INFO_LVL_1,
 		MCA_BASE_VAR_SCOPE_READONLY, &c->priority);
 	c->enable = true;
@@ -121,6 +122,8 @@ static void stats_add(ibmc_comm_stats_t *to, const ibmc_comm_stats_t *s)
 	to->bcasts += s->bcasts;
 	to->mcast_bcasts += s->mcast_bcasts;
 	to->barriers += s->barriers;
+	to->allgathers += s->allgathers;
+	to->allreduces += s->allreduces;
 	to->packets_sent += s->packets_sent;
 	to->bytes_sent += s->bytes_sent;
 	to->retransmits += s->retransmits;
@@ -151,8 +154,43 @@ void mca_coll_ibmcast_release(struct ibmcast_module *m)
 	m->next = m->prev = NULL;
 }
 
+/* "COLL: N over multicast, M point-to-point by libibmcast (K packed), X
+ * passed to the previous module (A communicator not mapped, ...)" with
+ * the reasons that apply to COLL. */
+static void csummary(const char *what, const struct ibmcast_tally *t,
+		     const int *reasons, int nreasons)
+{
+	static const char *const why[IBMCAST_PASS_MAX] = {
+		[IBMCAST_PASS_UNMAPPED] = "communicator not mapped",
+		[IBMCAST_PASS_SIZE] = "too large",
+		[IBMCAST_PASS_NONBLOCKING] = "non-blocking",
+		[IBMCAST_PASS_SIGNATURE] = "send and receive sizes differ",
+		[IBMCAST_PASS_OP] = "user-defined op",
+		[IBMCAST_PASS_TYPE] = "datatype not mapped",
+		[IBMCAST_PASS_OPTYPE] = "op not defined on the datatype",
+	};
+	unsigned long passed = 0;
+	char list[512];
+	int i, len = 0;
+
+	list[0] = 0;
+	for (i = 0; i < nreasons; i++) {
+		passed += t->pass[reasons[i]];
+		len += snprintf(list + len, sizeof(list) - (size_t)len,
+				"%s%lu %s", i ? ", " : "",
+				t->pass[reasons[i]], why[reasons[i]]);
+	}
+	mca_coll_ibmcast_say0("%s: %lu over multicast, %lu point-to-point by libibmcast (%lu packed), %lu passed to the previous module (%s)",
+		what, t->mcast, t->p2p, t->packed, passed, list);
+}
+
 static void summary(void)
 {
+	static const int ag_why[] = { IBMCAST_PASS_UNMAPPED, IBMCAST_PASS_SIZE,
+				      IBMCAST_PASS_SIGNATURE };
+	static const int ar_why[] = { IBMCAST_PASS_UNMAPPED, IBMCAST_PASS_SIZE,
+				      IBMCAST_PASS_OP, IBMCAST_PASS_TYPE,
+				      IBMCAST_PASS_OPTYPE };
 	struct ibmcast_component *c = &mca_coll_ibmcast_component;
 	const struct ibmcast_tally *b = &c->bcast, *r = &c->barrier;
 
@@ -167,11 +205,17 @@ static void summary(void)
 		r->pass[IBMCAST_PASS_UNMAPPED] + r->pass[IBMCAST_PASS_NONBLOCKING],
 		r->pass[IBMCAST_PASS_UNMAPPED],
 		r->pass[IBMCAST_PASS_NONBLOCKING]);
-	mca_coll_ibmcast_say0("communicators: %lu mapped (%lu without multicast), %lu left to the previous module because mapping failed on some rank; libibmcast: bcasts=%llu mcast_bcasts=%llu barriers=%llu packets_sent=%llu bytes_sent=%llu retransmits=%llu timeouts=%llu",
+	csummary("MPI_Allgather", &c->allgather, ag_why,
+		 (int)(sizeof(ag_why) / sizeof(ag_why[0])));
+	csummary("MPI_Allreduce", &c->allreduce, ar_why,
+		 (int)(sizeof(ar_why) / sizeof(ar_why[0])));
+	mca_coll_ibmcast_say0("communicators: %lu mapped (%lu without multicast), %lu left to the previous module because mapping failed on some rank; libibmcast: bcasts=%llu mcast_bcasts=%llu barriers=%llu allgathers=%llu allreduces=%llu packets_sent=%llu bytes_sent=%llu retransmits=%llu timeouts=%llu",
 		c->comms, c->comms_p2p, c->comms_failed,
 		(unsigned long long)c->freed.bcasts,
 		(unsigned long long)c->freed.mcast_bcasts,
 		(unsigned long long)c->freed.barriers,
+		(unsigned long long)c->freed.allgathers,
+		(unsigned long long)c->freed.allreduces,
 		(unsigned long long)c->freed.packets_sent,
 		(unsigned long long)c->freed.bytes_sent,
 		(unsigned long long)c->freed.retransmits,

@@ -30,6 +30,10 @@ static void module_construct(ibmcast_module_t *m)
 	m->prev_ibcast_module = NULL;
 	m->prev_ibarrier = NULL;
 	m->prev_ibarrier_module = NULL;
+	m->prev_allgather = NULL;
+	m->prev_allgather_module = NULL;
+	m->prev_allreduce = NULL;
+	m->prev_allreduce_module = NULL;
 }
 
 static void module_destruct(ibmcast_module_t *m)
@@ -43,6 +47,10 @@ static void module_destruct(ibmcast_module_t *m)
 		OBJ_RELEASE(m->prev_ibcast_module);
 	if (m->prev_ibarrier_module)
 		OBJ_RELEASE(m->prev_ibarrier_module);
+	if (m->prev_allgather_module)
+		OBJ_RELEASE(m->prev_allgather_module);
+	if (m->prev_allreduce_module)
+		OBJ_RELEASE(m->prev_allreduce_module);
 }
 
 OBJ_CLASS_INSTANCE(ibmcast_module_t, mca_coll_base_module_t,
@@ -70,7 +78,8 @@ static int boot_allgather(void *arg, const void *in, void *out, size_t len)
 
 /*
  * Every member says whether it is fine; all go on only if all are. Runs
- * the allreduce installed before this module (this module provides none).
+ * the allreduce installed before this module (called from its enable,
+ * before Open MPI installs this module's own).
  * A failing allreduce counts as "not fine" on this rank; its peers see the
  * same failure or the MPI error handler ends the job.
  */
@@ -108,10 +117,16 @@ static int save_previous(ibmcast_module_t *m,
 	m->prev_ibcast_module = c->coll_ibcast_module;
 	m->prev_ibarrier = c->coll_ibarrier;
 	m->prev_ibarrier_module = c->coll_ibarrier_module;
+	m->prev_allgather = c->coll_allgather;
+	m->prev_allgather_module = c->coll_allgather_module;
+	m->prev_allreduce = c->coll_allreduce;
+	m->prev_allreduce_module = c->coll_allreduce_module;
 	OBJ_RETAIN(m->prev_bcast_module);
 	OBJ_RETAIN(m->prev_barrier_module);
 	OBJ_RETAIN(m->prev_ibcast_module);
 	OBJ_RETAIN(m->prev_ibarrier_module);
+	OBJ_RETAIN(m->prev_allgather_module);
+	OBJ_RETAIN(m->prev_allreduce_module);
 	return 1;
 }
 
@@ -139,7 +154,7 @@ static void world_start(struct ompi_communicator_t *comm)
 		/* A job that never asked for ibmcast (no IBMCAST_STATE)
 		 * hears about it only when it asks to. */
 		if (state || c->verbose)
-			mca_coll_ibmcast_say0("IBMCAST_STATE is %s%s%s: MPI_Bcast and MPI_Barrier stay Open MPI's own",
+			mca_coll_ibmcast_say0("IBMCAST_STATE is %s%s%s: Open MPI's own collectives are used",
 				state ? state : "not set (job without --ibmcast)",
 				reason ? ": " : "", reason ? reason : "");
 		return;
@@ -152,13 +167,13 @@ static void world_start(struct ompi_communicator_t *comm)
 		if (c->ctx)
 			ibmc_finalize(c->ctx);
 		c->ctx = NULL;
-		mca_coll_ibmcast_say0("libibmcast did not start (%s): MPI_Bcast and MPI_Barrier stay Open MPI's own",
+		mca_coll_ibmcast_say0("libibmcast did not start (%s): Open MPI's own collectives are used",
 			ok ? "it failed on another rank" : ibmc_strerror(rc));
 		return;
 	}
 	c->state = 1;
 	if (c->verbose)
-		mca_coll_ibmcast_say0("libibmcast %s up on %d ranks: MPI_Bcast and MPI_Barrier go over ibmcast",
+		mca_coll_ibmcast_say0("libibmcast %s up on %d ranks: MPI_Bcast, MPI_Barrier, MPI_Allgather and MPI_Allreduce go over ibmcast",
 			IBMC_VERSION_STRING, bs.size);
 }
 
@@ -205,7 +220,7 @@ static void map_comm(ibmcast_module_t *m, struct ompi_communicator_t *comm)
 		if (ic)
 			ibmc_comm_free(ic);
 		c->comms_failed++;
-		mca_coll_ibmcast_say0("a communicator of %d ranks stays on the previous module's broadcast and barrier: creating its ibmcast communicator failed on some rank",
+		mca_coll_ibmcast_say0("a communicator of %d ranks stays on the previous module's collectives: creating its ibmcast communicator failed on some rank",
 			n);
 		return;
 	}
@@ -283,5 +298,7 @@ mca_coll_ibmcast_comm_query(struct ompi_communicator_t *comm, int *priority)
 	m->super.coll_barrier = mca_coll_ibmcast_barrier;
 	m->super.coll_ibcast = mca_coll_ibmcast_ibcast;
 	m->super.coll_ibarrier = mca_coll_ibmcast_ibarrier;
+	m->super.coll_allgather = mca_coll_ibmcast_allgather;
+	m->super.coll_allreduce = mca_coll_ibmcast_allreduce;
 	return &m->super;
 }

@@ -1,13 +1,16 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * The collectives coll/ibmcast takes: MPI_Bcast through ibmc_bcast (any
- * datatype, packed by Open MPI's convertor when not contiguous) and
- * MPI_Barrier through ibmc_barrier; MPI_Ibcast and MPI_Ibarrier are only
- * counted and handed to the previous module.
+ * datatype, packed by Open MPI's convertor when not contiguous),
+ * MPI_Barrier through ibmc_barrier, MPI_Allgather through ibmc_allgather
+ * (packed alike) and MPI_Allreduce through ibmc_allreduce (predefined
+ * operations on the C types libibmcast reduces); MPI_Ibcast and
+ * MPI_Ibarrier are only counted and handed to the previous module.
  */
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -149,6 +152,305 @@ int mca_coll_ibmcast_barrier(struct ompi_communicator_t *comm,
 	else
 		IBMCAST_COUNT(C.barrier.p2p);
 	return OMPI_SUCCESS;
+}
+
+/*
+ * Every member of a mapped communicator takes this path for every
+ * allgather whose block fits: members may use different datatypes of one
+ * type signature, so only the block's byte count (rcount elements of
+ * rdtype, equal on all members) decides. Contiguous data moves in place;
+ * a non-contiguous send type is packed into the rank's slot, a
+ * non-contiguous receive type gathers into a packed buffer unpacked by
+ * this rank's own type map. A send size unlike the receive size is an
+ * erroneous program: the previous module reports it.
+ */
+int mca_coll_ibmcast_allgather(const void *sbuf, int scount,
+			       struct ompi_datatype_t *sdtype, void *rbuf,
+			       int rcount, struct ompi_datatype_t *rdtype,
+			       struct ompi_communicator_t *comm,
+			       mca_coll_base_module_t *module)
+{
+	ibmcast_module_t *m = (ibmcast_module_t *)module;
+	int inplace = sbuf == MPI_IN_PLACE, n, me, packed = 0, rc;
+	ptrdiff_t lb = 0, textent = 0, xlb = 0, extent = 0;
+	size_t ssize = 0, rsize = 0, blocklen, total;
+	char *dst, *tmp = NULL;
+	const void *src;
+
+	if (!m->ic) {
+		IBMCAST_COUNT(C.allgather.pass[IBMCAST_PASS_UNMAPPED]);
+		goto pass;
+	}
+	n = ompi_comm_size(comm);
+	me = ompi_comm_rank(comm);
+	ompi_datatype_type_size(rdtype, &rsize);
+	if (rcount < 0 ||
+	    (uint64_t)rcount * rsize * (uint64_t)n > UINT32_MAX) {
+		IBMCAST_COUNT(C.allgather.pass[IBMCAST_PASS_SIZE]);
+		goto pass;
+	}
+	blocklen = (size_t)rcount * rsize;
+	total = blocklen * (size_t)n;
+	if (!inplace) {
+		ompi_datatype_type_size(sdtype, &ssize);
+		if (scount < 0 || (uint64_t)scount * ssize != blocklen) {
+			IBMCAST_COUNT(C.allgather.pass[IBMCAST_PASS_SIGNATURE]);
+			goto pass;
+		}
+	}
+	if (!blocklen) {
+		rc = ibmc_allgather(m->ic, IBMC_IN_PLACE, rbuf, 0);
+	} else if (ompi_datatype_is_contiguous_memory_layout(rdtype,
+							      rcount * n)) {
+		ompi_datatype_get_true_extent(rdtype, &lb, &textent);
+		dst = (char *)rbuf + lb;
+		src = IBMC_IN_PLACE;
+		if (!inplace &&
+		    ompi_datatype_is_contiguous_memory_layout(sdtype, scount)) {
+			ompi_datatype_get_true_extent(sdtype, &lb, &textent);
+			src = (const char *)sbuf + lb;
+		} else if (!inplace) {
+			if (convert(1, (void *)sbuf, scount, sdtype,
+				    dst + (size_t)me * blocklen,
+				    blocklen) != OMPI_SUCCESS)
+				return failed("MPI_Allgather (packing)", comm,
+					      -EPROTO);
+			packed = 1;
+		}
+		rc = ibmc_allgather(m->ic, src, dst, blocklen);
+	} else {
+		packed = 1;
+		tmp = malloc(total);
+		if (!tmp)
+			return failed("MPI_Allgather", comm, -ENOMEM);
+		ompi_datatype_get_extent(rdtype, &xlb, &extent);
+		rc = inplace ?
+			convert(1, (char *)rbuf + (ptrdiff_t)me * rcount * extent,
+				rcount, rdtype, tmp + (size_t)me * blocklen,
+				blocklen) :
+			convert(1, (void *)sbuf, scount, sdtype,
+				tmp + (size_t)me * blocklen, blocklen);
+		if (rc != OMPI_SUCCESS) {
+			free(tmp);
+			return failed("MPI_Allgather (packing)", comm, -EPROTO);
+		}
+		rc = ibmc_allgather(m->ic, IBMC_IN_PLACE, tmp, blocklen);
+		if (!rc && convert(0, rbuf, rcount * n, rdtype, tmp, total) !=
+				   OMPI_SUCCESS)
+			rc = -EPROTO;
+		free(tmp);
+	}
+	if (rc)
+		return failed("MPI_Allgather", comm, rc);
+	if (packed)
+		IBMCAST_COUNT(C.allgather.packed);
+	if (!strcmp(ibmc_comm_last_algo(m->ic, "allgather"), "mcast"))
+		IBMCAST_COUNT(C.allgather.mcast);
+	else
+		IBMCAST_COUNT(C.allgather.p2p);
+	return OMPI_SUCCESS;
+pass:
+	return m->prev_allgather(sbuf, scount, sdtype, rbuf, rcount, rdtype,
+				 comm, m->prev_allgather_module);
+}
+
+/* MPI's predefined operations and libibmcast's; -1: user-defined. */
+static int map_op(struct ompi_op_t *op)
+{
+	static const struct {
+		struct ompi_op_t *mpi;
+		ibmc_op_t ibmc;
+	} ops[] = {
+		{ MPI_SUM, IBMC_SUM }, { MPI_PROD, IBMC_PROD },
+		{ MPI_MIN, IBMC_MIN }, { MPI_MAX, IBMC_MAX },
+		{ MPI_LAND, IBMC_LAND }, { MPI_LOR, IBMC_LOR },
+		{ MPI_LXOR, IBMC_LXOR }, { MPI_BAND, IBMC_BAND },
+		{ MPI_BOR, IBMC_BOR }, { MPI_BXOR, IBMC_BXOR },
+		{ MPI_MINLOC, IBMC_MINLOC }, { MPI_MAXLOC, IBMC_MAXLOC },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
+		if (ops[i].mpi == op)
+			return (int)ops[i].ibmc;
+	return -1;
+}
+
+/* What a predefined datatype is to a reduction. */
+enum kind { K_SIGNED, K_UNSIGNED, K_CHAR, K_BYTE, K_FLOAT, K_PAIR };
+
+/* The MINLOC/MAXLOC pairs as libibmcast lays them out (C's structs). */
+struct p_float { float v; int i; };
+struct p_double { double v; int i; };
+struct p_long { long v; int i; };
+struct p_int { int v; int i; };
+struct p_short { short v; int i; };
+struct p_ldouble { long double v; int i; };
+
+/*
+ * The ibmc_dtype_t of a predefined C datatype whose elements follow each
+ * other without holes at its size (a pair: at the C struct's size), and
+ * its element size; -1 for anything else (derived types, MPI_C_BOOL,
+ * complex, Fortran and C++ types). Integers map by size and signedness.
+ * *bitwise_only: MPI_BYTE, which MPI reduces with MPI_BAND, MPI_BOR and
+ * MPI_BXOR only.
+ */
+static int map_dtype(struct ompi_datatype_t *dtype, size_t *esize,
+		     int *bitwise_only)
+{
+	static const ibmc_dtype_t ints[2][4] = {
+		{ IBMC_INT8, IBMC_INT16, IBMC_INT32, IBMC_INT64 },
+		{ IBMC_UINT8, IBMC_UINT16, IBMC_UINT32, IBMC_UINT64 },
+	};
+	const struct {
+		struct ompi_datatype_t *mpi;
+		enum kind kind;
+		ibmc_dtype_t ibmc;	/* floats and pairs */
+		size_t esize;		/* floats and pairs */
+	} types[] = {
+		{ MPI_CHAR, K_CHAR, 0, 0 },
+		{ MPI_SIGNED_CHAR, K_SIGNED, 0, 0 },
+		{ MPI_SHORT, K_SIGNED, 0, 0 },
+		{ MPI_INT, K_SIGNED, 0, 0 },
+		{ MPI_LONG, K_SIGNED, 0, 0 },
+		{ MPI_LONG_LONG_INT, K_SIGNED, 0, 0 },
+		{ MPI_LONG_LONG, K_SIGNED, 0, 0 },
+		{ MPI_INT8_T, K_SIGNED, 0, 0 },
+		{ MPI_INT16_T, K_SIGNED, 0, 0 },
+		{ MPI_INT32_T, K_SIGNED, 0, 0 },
+		{ MPI_INT64_T, K_SIGNED, 0, 0 },
+		{ MPI_AINT, K_SIGNED, 0, 0 },
+		{ MPI_OFFSET, K_SIGNED, 0, 0 },
+		{ MPI_COUNT, K_SIGNED, 0, 0 },
+		{ MPI_UNSIGNED_CHAR, K_UNSIGNED, 0, 0 },
+		{ MPI_UNSIGNED_SHORT, K_UNSIGNED, 0, 0 },
+		{ MPI_UNSIGNED, K_UNSIGNED, 0, 0 },
+		{ MPI_UNSIGNED_LONG, K_UNSIGNED, 0, 0 },
+		{ MPI_UNSIGNED_LONG_LONG, K_UNSIGNED, 0, 0 },
+		{ MPI_UINT8_T, K_UNSIGNED, 0, 0 },
+		{ MPI_UINT16_T, K_UNSIGNED, 0, 0 },
+		{ MPI_UINT32_T, K_UNSIGNED, 0, 0 },
+		{ MPI_UINT64_T, K_UNSIGNED, 0, 0 },
+		{ MPI_BYTE, K_BYTE, 0, 0 },
+		{ MPI_FLOAT, K_FLOAT, IBMC_FLOAT, sizeof(float) },
+		{ MPI_DOUBLE, K_FLOAT, IBMC_DOUBLE, sizeof(double) },
+		{ MPI_LONG_DOUBLE, K_FLOAT, IBMC_LONG_DOUBLE,
+		  sizeof(long double) },
+		{ MPI_FLOAT_INT, K_PAIR, IBMC_FLOAT_INT,
+		  sizeof(struct p_float) },
+		{ MPI_DOUBLE_INT, K_PAIR, IBMC_DOUBLE_INT,
+		  sizeof(struct p_double) },
+		{ MPI_LONG_INT, K_PAIR, IBMC_LONG_INT, sizeof(struct p_long) },
+		{ MPI_2INT, K_PAIR, IBMC_2INT, sizeof(struct p_int) },
+		{ MPI_SHORT_INT, K_PAIR, IBMC_SHORT_INT,
+		  sizeof(struct p_short) },
+		{ MPI_LONG_DOUBLE_INT, K_PAIR, IBMC_LONG_DOUBLE_INT,
+		  sizeof(struct p_ldouble) },
+	};
+	ptrdiff_t lb = 0, extent = 0, tlb = 0, textent = 0;
+	size_t i, size = 0;
+	int u;
+
+	for (i = 0; i < sizeof(types) / sizeof(types[0]); i++)
+		if (types[i].mpi == dtype)
+			break;
+	if (i == sizeof(types) / sizeof(types[0]))
+		return -1;
+	ompi_datatype_type_size(dtype, &size);
+	ompi_datatype_get_extent(dtype, &lb, &extent);
+	ompi_datatype_get_true_extent(dtype, &tlb, &textent);
+	if (lb || tlb || extent <= 0)
+		return -1;
+	*esize = (size_t)extent;
+	*bitwise_only = types[i].kind == K_BYTE;
+	if (types[i].kind == K_PAIR || types[i].kind == K_FLOAT)
+		return (size_t)extent == types[i].esize &&
+			       (types[i].kind == K_PAIR ||
+				size == (size_t)extent) ?
+			       (int)types[i].ibmc : -1;
+	if (size != (size_t)extent)
+		return -1;
+	u = types[i].kind == K_UNSIGNED || types[i].kind == K_BYTE ||
+	    (types[i].kind == K_CHAR && CHAR_MIN == 0);
+	switch (size) {
+	case 1: return (int)ints[u][0];
+	case 2: return (int)ints[u][1];
+	case 4: return (int)ints[u][2];
+	case 8: return (int)ints[u][3];
+	}
+	return -1;
+}
+
+/* MPI's rules (and libibmcast's): arithmetic on numbers, logical and
+ * bitwise operations on integers (MPI_BYTE: bitwise only), MINLOC and
+ * MAXLOC on the pairs only. */
+static int op_fits(ibmc_op_t op, ibmc_dtype_t dt, int bitwise_only)
+{
+	int pair = dt >= IBMC_FLOAT_INT, integer = dt <= IBMC_UINT64;
+
+	switch (op) {
+	case IBMC_SUM: case IBMC_PROD: case IBMC_MIN: case IBMC_MAX:
+		return !pair && !bitwise_only;
+	case IBMC_LAND: case IBMC_LOR: case IBMC_LXOR:
+		return integer && !bitwise_only;
+	case IBMC_BAND: case IBMC_BOR: case IBMC_BXOR:
+		return integer;
+	case IBMC_MINLOC: case IBMC_MAXLOC:
+		return pair;
+	}
+	return 0;
+}
+
+/*
+ * MPI requires the same count, datatype and operation on every member,
+ * and MPI_IN_PLACE on all or none: every reason to pass through below is
+ * the same on every member, so all take libibmcast's path or all the
+ * previous module's.
+ */
+int mca_coll_ibmcast_allreduce(const void *sbuf, void *rbuf, int count,
+			       struct ompi_datatype_t *dtype,
+			       struct ompi_op_t *op,
+			       struct ompi_communicator_t *comm,
+			       mca_coll_base_module_t *module)
+{
+	ibmcast_module_t *m = (ibmcast_module_t *)module;
+	int iop, dt, bitwise_only = 0, rc;
+	enum ibmcast_pass why;
+	size_t esize = 0;
+
+	if (!m->ic) {
+		why = IBMCAST_PASS_UNMAPPED;
+		goto pass;
+	}
+	if ((iop = map_op(op)) < 0) {
+		why = IBMCAST_PASS_OP;
+		goto pass;
+	}
+	if ((dt = map_dtype(dtype, &esize, &bitwise_only)) < 0) {
+		why = IBMCAST_PASS_TYPE;
+		goto pass;
+	}
+	if (!op_fits(iop, dt, bitwise_only)) {
+		why = IBMCAST_PASS_OPTYPE;
+		goto pass;
+	}
+	if (count < 0 || (uint64_t)count * esize > UINT32_MAX) {
+		why = IBMCAST_PASS_SIZE;
+		goto pass;
+	}
+	rc = ibmc_allreduce(m->ic, sbuf == MPI_IN_PLACE ? IBMC_IN_PLACE : sbuf,
+			    rbuf, (size_t)count, dt, iop);
+	if (rc)
+		return failed("MPI_Allreduce", comm, rc);
+	if (!strcmp(ibmc_comm_last_algo(m->ic, "allreduce"), "mcast"))
+		IBMCAST_COUNT(C.allreduce.mcast);
+	else
+		IBMCAST_COUNT(C.allreduce.p2p);
+	return OMPI_SUCCESS;
+pass:
+	IBMCAST_COUNT(C.allreduce.pass[why]);
+	return m->prev_allreduce(sbuf, rbuf, count, dtype, op, comm,
+				 m->prev_allreduce_module);
 }
 
 /*

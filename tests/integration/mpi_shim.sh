@@ -15,6 +15,13 @@
 # those on an intercommunicator to MPI's own; the check passes MPICH's own
 # barrier (IBMCAST_MPI=0) and catches a program without barriers; a
 # barrier that times out in libibmcast aborts the job, saying why.
+# tests/mpi/allreduce_mpi and allgather_mpi check every element of
+# MPI_Allreduce (SUM..BXOR, LAND, MINLOC/MAXLOC; integer, double and pair
+# types; MPI_IN_PLACE; counts 0..100000; the same bits on every rank) and
+# MPI_Allgather (0 B..256 KiB blocks, MPI_IN_PLACE, strided and mixed
+# types) on world, a dup and a split: the mapped calls went through
+# libibmcast (the shim's counters, by multicast on world), a user-defined
+# operation and MPI_C_BOOL to MPI's own, counted with their reason.
 
 # shellcheck disable=SC1091
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
@@ -24,6 +31,8 @@
 SHIM=$top_builddir/libjob/.libs/libibmcast_mpi.so
 PROG=$top_builddir/tests/mpi/bcast_mpi
 BPROG=$top_builddir/tests/mpi/barrier_mpi
+ARPROG=$top_builddir/tests/mpi/allreduce_mpi
+AGPROG=$top_builddir/tests/mpi/allgather_mpi
 BITERS=100	# rounds of barrier_mpi (4 barriers each, on 4 communicators)
 NRANKS=4
 
@@ -41,9 +50,11 @@ MPIEXEC=$(command -v mpiexec.mpich) ||
 	skip_all "no mpiexec.mpich (Debian package mpich)"
 need_file "$PROG" "tests/mpi/bcast_mpi"
 need_file "$BPROG" "tests/mpi/barrier_mpi"
+need_file "$ARPROG" "tests/mpi/allreduce_mpi"
+need_file "$AGPROG" "tests/mpi/allgather_mpi"
 need_file "$IBMCASTCTL" "tools/ibmcastctl"
 
-plan 35
+plan 49
 
 # Under the sanitizer build: MPICH (UCX) leaks from modules it unloads
 # before exit, which LeakSanitizer cannot name to suppress (a plain
@@ -155,6 +166,83 @@ ok "$(verified "$tmp/nopool.out"; echo $?)" \
 is "$(grep -c '^ibmcast' "$tmp/nopool.out")/$(dp_total_link_bytes)" \
 	"1/0" "IBMCAST_STATE=unavailable: one line from rank 0, no fabric traffic"
 diag "$(grep '^ibmcast' "$tmp/nopool.out")"
+
+# --- MPI_Allreduce, MPI_Allgather ------------------------------------------
+# csum OUT COLL: the shim's summary line of COLL (MPI_Allreduce,
+# MPI_Allgather) on rank 0. cfield LINE TEXT: the number before TEXT.
+csum() {
+	grep "^ibmcast_mpi: rank 0: [0-9]* $2 over " "$1"
+}
+cfield() {
+	sed -n "s/.*[ :(]\([0-9][0-9]*\) $2.*/\1/p" <<< "$1" | head -n 1
+}
+
+dp_ctl reset > /dev/null
+rc=0
+RUN_PROG=$ARPROG mpirun "$tmp/allreduce.out" LD_PRELOAD="$SHIM" \
+	IBMCAST_MPI_VERBOSE=1 || rc=$?
+is "$rc" 0 "allreduce_mpi with the shim: mpiexec exits 0"
+arline='^allreduce_mpi: rank [0-9]+: [0-9]+ allreduces verified \([0-9]+ user-defined op, [0-9]+ MPI_C_BOOL\), 0 errors$'
+ok "$([ "$(grep -cE "$arline" "$tmp/allreduce.out")" = "$NRANKS" ] &&
+      ! grep -q 'FAIL$' "$tmp/allreduce.out"; echo $?)" \
+	"allreduce_mpi: every rank verified every result and rank 0's bits (SUM, PROD, MIN, MAX, BXOR, LAND, MINLOC, MAXLOC; IN_PLACE; counts 0..100000; world, dup, split)"
+grep '^allreduce comm=' "$tmp/allreduce.out" | sed 's/^/# /'
+read -r ar_all ar_user ar_bool < <(sed -n 's/^allreduce_mpi: rank 0: \([0-9]*\) allreduces verified (\([0-9]*\) user-defined op, \([0-9]*\) MPI_C_BOOL).*/\1 \2 \3/p' "$tmp/allreduce.out")
+arsum=$(csum "$tmp/allreduce.out" MPI_Allreduce)
+diag "$arsum"
+is "$(cfield "$arsum" "MPI_Allreduce over")/$(cfield "$arsum" "passed to MPI")" \
+	"$((ar_all - ar_user - ar_bool))/$((ar_user + ar_bool))" \
+	"allreduce_mpi: rank 0's allreduces on predefined ops and types over ibmcast, the rest passed to MPI"
+is "$(cfield "$arsum" "user-defined op")/$(cfield "$arsum" "datatype not mapped")" \
+	"$ar_user/$ar_bool" \
+	"allreduce_mpi: passed through as a user-defined op ($ar_user) and a datatype not mapped (MPI_C_BOOL: $ar_bool)"
+ok "$([ "$(sed -n 's/.*, p2p \([0-9]*\);.*/\1/p' <<< "$arsum")" -gt 0 ] &&
+      [ "$(sed -n 's/.*(mcast \([0-9]*\),.*/\1/p' <<< "$arsum")" -gt 0 ]; echo $?)" \
+	"allreduce_mpi: by multicast (4 ranks) and point-to-point (the 2-rank split)"
+like "$arsum" "; allreduces=$((ar_all - ar_user - ar_bool))\$" \
+	"allreduce_mpi: libibmcast's own counters saw as many allreduces"
+extra=$(rx_minus_tx)
+ok "$([ "${extra:-0}" -gt 1000 ]; echo $?)" \
+	"allreduce_mpi: the data plane replicated multicast ($extra more packets delivered than sent)"
+if [ "$rc" != 0 ]; then
+	diag "$(grep -v ' ok$' "$tmp/allreduce.out" | tail -n 30)"
+fi
+
+dp_ctl reset > /dev/null
+rc=0
+RUN_PROG=$AGPROG mpirun "$tmp/allgather.out" LD_PRELOAD="$SHIM" \
+	IBMCAST_MPI_VERBOSE=1 || rc=$?
+is "$rc" 0 "allgather_mpi with the shim: mpiexec exits 0"
+agline='^allgather_mpi: rank [0-9]+: [0-9]+ allgathers verified \([0-9]+ of derived types\), 0 errors$'
+ok "$([ "$(grep -cE "$agline" "$tmp/allgather.out")" = "$NRANKS" ] &&
+      ! grep -q 'FAIL$' "$tmp/allgather.out"; echo $?)" \
+	"allgather_mpi: every rank verified every block (BYTE, INT, DOUBLE, 0 B..256 KiB, IN_PLACE, strided and mixed types; world, dup, split)"
+grep '^allgather comm=' "$tmp/allgather.out" | sed 's/^/# /'
+ag_all=$(sed -n 's/^allgather_mpi: rank 0: \([0-9]*\) allgathers.*/\1/p' "$tmp/allgather.out")
+agsum=$(csum "$tmp/allgather.out" MPI_Allgather)
+diag "$agsum"
+is "$(cfield "$agsum" "MPI_Allgather over")/$(cfield "$agsum" "passed to MPI")" \
+	"$ag_all/0" "allgather_mpi: all of rank 0's allgathers over ibmcast, none passed to MPI"
+ok "$([ "$(cfield "$agsum" "packed")" -gt 0 ] &&
+      [ "$(sed -n 's/.*(mcast \([0-9]*\),.*/\1/p' <<< "$agsum")" -gt 0 ]; echo $?)" \
+	"allgather_mpi: the strided types were packed; world's went by multicast"
+like "$agsum" "; allgathers=$ag_all\$" \
+	"allgather_mpi: libibmcast's own counters saw as many allgathers"
+if [ "$rc" != 0 ]; then
+	diag "$(grep -v ' ok$' "$tmp/allgather.out" | tail -n 30)"
+fi
+
+# The checks pass MPICH's own collectives.
+rc=0
+RUN_PROG=$ARPROG mpirun "$tmp/allreduce-off.out" LD_PRELOAD="$SHIM" \
+	IBMCAST_MPI=0 || rc=$?
+is "$rc/$(grep -cE "$arline" "$tmp/allreduce-off.out")" "0/$NRANKS" \
+	"allreduce_mpi, IBMCAST_MPI=0: MPICH's own allreduce passes the check"
+rc=0
+RUN_PROG=$AGPROG mpirun "$tmp/allgather-off.out" LD_PRELOAD="$SHIM" \
+	IBMCAST_MPI=0 || rc=$?
+is "$rc/$(grep -cE "$agline" "$tmp/allgather-off.out")" "0/$NRANKS" \
+	"allgather_mpi, IBMCAST_MPI=0: MPICH's own allgather passes the check"
 
 # --- MPI_Barrier -----------------------------------------------------------
 # bverified OUT WORD: every rank printed its verdict with 0 errors

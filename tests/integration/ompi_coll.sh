@@ -8,7 +8,11 @@
 # -x) verify every MPI_Bcast (every root, 1 B..1 MiB, BYTE/INT/DOUBLE,
 # strided and mixed types, world/dup/split/create) and MPI_Barrier (no rank
 # leaves before all entered), hundreds of communicators created and
-# freed, and a Fortran program's MPI_BCAST (mpifort.openmpi);
+# freed, MPI_Allreduce (every predefined op and type it maps, IN_PLACE,
+# counts 0..100000, the same bits on every rank; a user-defined op and
+# MPI_C_BOOL passed to the previous module, counted with their reason) and
+# MPI_Allgather (IN_PLACE, strided and mixed types, packed), and a Fortran
+# program's MPI_BCAST (mpifort.openmpi);
 # coll_base_verbose shows the component selected, its summary counts the
 # calls over multicast, and the data plane replicated packets. With
 # coll_ibmcast_enable 0, or without a ready pool, the same programs pass on
@@ -23,6 +27,8 @@ COMP=$top_builddir/ompi/.libs/mca_coll_ibmcast.so
 BPROG=$top_builddir/tests/mpi/bcast_ompi
 RPROG=$top_builddir/tests/mpi/barrier_ompi
 CPROG=$top_builddir/tests/mpi/comms_ompi
+ARPROG=$top_builddir/tests/mpi/allreduce_ompi
+AGPROG=$top_builddir/tests/mpi/allgather_ompi
 CITERS=400	# rounds of comms_mpi: 3 communicators created and freed each
 NRANKS=4
 
@@ -36,9 +42,11 @@ need_file "$COMP" "ompi/mca_coll_ibmcast.so (configure --with-openmpi)"
 need_file "$BPROG" "tests/mpi/bcast_ompi"
 need_file "$RPROG" "tests/mpi/barrier_ompi"
 need_file "$CPROG" "tests/mpi/comms_ompi"
+need_file "$ARPROG" "tests/mpi/allreduce_ompi"
+need_file "$AGPROG" "tests/mpi/allgather_ompi"
 need_file "$IBMCASTCTL" "tools/ibmcastctl"
 
-plan 33
+plan 43
 
 # Under the sanitizer build: Open MPI leaks from its own components at
 # MPI_Finalize, which LeakSanitizer cannot name to suppress; the ranks keep
@@ -206,6 +214,57 @@ ok "$([ $(( $(field "$rsum" "over multicast") + $(field "$rsum" "point-to-point"
 if [ "$rc" != 0 ]; then
 	diag "$(grep -v ' ok$' "$tmp/barrier.out" | tail -n 30)"
 fi
+
+# --- MPI_Allreduce, MPI_Allgather ------------------------------------------
+# (Open MPI returns from calls of count 0 before any component sees them,
+# and its own MPI_Comm_split runs an allgather on the parent: the
+# component counts the program's calls less those, plus these.)
+dp_ctl reset > /dev/null
+rc=0
+ompirun "$tmp/allreduce.out" "$ARPROG" -- OMPI_MCA_coll_ibmcast_verbose=1 ||
+	rc=$?
+is "$rc" 0 "allreduce_ompi: mpirun exits 0"
+ok "$([ "$(grep -cE '^allreduce_mpi: rank [0-9]+: [0-9]+ allreduces verified \([0-9]+ user-defined op, [0-9]+ MPI_C_BOOL\), 0 errors$' "$tmp/allreduce.out")" = "$NRANKS" ] &&
+      ! grep -q 'FAIL$' "$tmp/allreduce.out"; echo $?)" \
+	"allreduce_ompi: every rank verified every result and rank 0's bits (SUM, PROD, MIN, MAX, BXOR, LAND, MINLOC, MAXLOC; IN_PLACE; counts 0..100000; world, dup, split)"
+read -r ar_all ar_user ar_bool < <(sed -n 's/^allreduce_mpi: rank 0: \([0-9]*\) allreduces verified (\([0-9]*\) user-defined op, \([0-9]*\) MPI_C_BOOL).*/\1 \2 \3/p' "$tmp/allreduce.out")
+read -r z_all z_user z_bool < <(sed -n 's/^allreduce_mpi: rank 0: of count 0: \([0-9]*\) allreduces (\([0-9]*\) user-defined op, \([0-9]*\) MPI_C_BOOL).*/\1 \2 \3/p' "$tmp/allreduce.out")
+ar_all=$((ar_all - z_all)) ar_user=$((ar_user - z_user)) ar_bool=$((ar_bool - z_bool))
+arsum=$(summary "$tmp/allreduce.out" MPI_Allreduce)
+diag "$arsum"
+armc=$(field "$arsum" "over multicast")
+arp2p=$(field "$arsum" "point-to-point")
+ok "$([ $((armc + arp2p)) -ge $((ar_all - ar_user - ar_bool)) ] &&
+      [ "$(field "$arsum" "passed to the previous")" = $((ar_user + ar_bool)) ]; echo $?)" \
+	"allreduce_ompi: rank 0's allreduces on predefined ops and types through libibmcast ($((armc + arp2p)) of $((ar_all - ar_user - ar_bool))), the rest passed to the previous module"
+is "$(field "$arsum" "user-defined op")/$(field "$arsum" "datatype not mapped")" \
+	"$ar_user/$ar_bool" \
+	"allreduce_ompi: passed through as a user-defined op ($ar_user) and a datatype not mapped (MPI_C_BOOL: $ar_bool)"
+ok "$([ "${armc:-0}" -gt 0 ] && [ "${arp2p:-0}" -gt 0 ]; echo $?)" \
+	"allreduce_ompi: by multicast (4 ranks) and point-to-point (the 2-rank split)"
+ok "$([ "$(rx_minus_tx)" -gt 1000 ]; echo $?)" \
+	"allreduce_ompi: the data plane replicated multicast"
+[ "$rc" = 0 ] || diag "$(grep -v -e ' ok$' "$tmp/allreduce.out" | tail -n 30)"
+
+dp_ctl reset > /dev/null
+rc=0
+ompirun "$tmp/allgather.out" "$AGPROG" -- OMPI_MCA_coll_ibmcast_verbose=1 ||
+	rc=$?
+is "$rc" 0 "allgather_ompi: mpirun exits 0"
+ok "$([ "$(grep -cE '^allgather_mpi: rank [0-9]+: [0-9]+ allgathers verified \([0-9]+ of derived types\), 0 errors$' "$tmp/allgather.out")" = "$NRANKS" ] &&
+      ! grep -q 'FAIL$' "$tmp/allgather.out"; echo $?)" \
+	"allgather_ompi: every rank verified every block (BYTE, INT, DOUBLE, 0 B..256 KiB, IN_PLACE, strided and mixed types; world, dup, split)"
+ag_all=$(sed -n 's/^allgather_mpi: rank 0: \([0-9]*\) allgathers.*/\1/p' "$tmp/allgather.out")
+ag_all=$((ag_all - $(sed -n 's/^allgather_mpi: rank 0: of 0 B: \([0-9]*\) allgathers$/\1/p' "$tmp/allgather.out")))
+agsum=$(summary "$tmp/allgather.out" MPI_Allgather)
+diag "$agsum"
+agmc=$(field "$agsum" "over multicast")
+ok "$([ $((agmc + $(field "$agsum" "point-to-point"))) -ge "$ag_all" ] &&
+      [ "$(field "$agsum" "passed to the previous")" = 0 ]; echo $?)" \
+	"allgather_ompi: all of rank 0's allgathers through libibmcast, none passed to the previous module"
+ok "$([ "$(field "$agsum" "packed")" -gt 0 ] && [ "${agmc:-0}" -gt 0 ]; echo $?)" \
+	"allgather_ompi: the strided types were packed by Open MPI's convertor; world's went by multicast"
+[ "$rc" = 0 ] || diag "$(grep -v -e ' ok$' "$tmp/allgather.out" | tail -n 30)"
 
 # --- Fortran ---------------------------------------------------------------
 # Fortran's MPI_BCAST reaches the component inside Open MPI, nothing
