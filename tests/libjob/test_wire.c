@@ -51,7 +51,7 @@ int main(void)
 	buf[0] ^= 1;
 	tap_ok(ibmc__wire_decode(buf, IBMC__WIRE_HDR, &d) < 0, "bad magic rejected");
 	buf[0] ^= 1;
-	buf[1] = 9;
+	buf[1] = 0xee;	/* no such kind */
 	tap_ok(ibmc__wire_decode(buf, IBMC__WIRE_HDR, &d) < 0, "unknown kind rejected");
 	buf[1] = IBMC__K_DATA;
 	buf[3] = 0;
