@@ -127,9 +127,10 @@ for p in "${PLACEMENTS[@]}"; do
 	done
 done
 
-# A known library bug (see todo below): 32 ranks at 2 per node do one
-# multicast allgather at a time reliably, not several back to back; the
-# placement above runs one repetition until it is fixed.
+# A library bug: multicast allgathers of 32 ranks at 2 per node time out
+# loss-free (ETIMEDOUT, thousands of ack timeouts): back to back always,
+# a single one on a busy host (the 32-rank placement above). Its minimal
+# form, expected to fail until fixed:
 # todo STATUS MSG: a TAP result with a TODO directive (a failure expected
 # of a known bug; the tap-driver reports it XFAIL, and XPASS once fixed).
 todo() {
