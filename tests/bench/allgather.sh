@@ -289,7 +289,7 @@ else
 				best == "ring" ? "ring" : "rd", b[k, best] / 1024, p[k, best]
 			if (b[k, "mcast"] != "")
 				printf "; mcast %10.1f KiB %7d pk (%.2fx fewer bytes)", b[k, "mcast"] / 1024,
-					p[k, "mcast"], b[k, "mcast"] > 0 ? b[k, best] / b[k, "mcast"] : 0
+					p[k, "mcast"], (b[k, "mcast"] > 0 ? b[k, best] / b[k, "mcast"] : 0)
 			printf "\n"
 		}
 	}' "$CSV"
