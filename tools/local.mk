@@ -46,6 +46,15 @@ if BUILD_OSM_PLUGIN
 TESTS += tests/integration/libjob_barrier.sh
 endif
 
+# coll_check: allgathers and allreduces on several communicators at once,
+# every block and every element verified, results compared across ranks;
+# run by libjob_allgather.sh and tests/bench/allgather.sh, allreduce.sh.
+check_PROGRAMS += tests/libjob/coll_check
+tests_libjob_coll_check_LDADD = libjob/libibmcast.la -lpthread -lm
+if BUILD_OSM_PLUGIN
+TESTS += tests/integration/libjob_allgather.sh
+endif
+
 # bootstrap_check: the bootstraps alone (ibmcast-run's socket, PMI2 under
 # srun), several allgather rounds verified; run by libjob_run.sh.
 check_PROGRAMS += tests/libjob/bootstrap_check
