@@ -49,9 +49,11 @@ void ibmc__early_free(struct ibmc__early **list)
 }
 
 /* Collectives this rank has not entered yet whose datagrams are kept:
- * members may run ahead by a few non-blocking calls, or a broadcast root
- * by the calls its early return let it make. */
-#define EARLY_SEQS 16
+ * members run ahead by their non-blocking calls, by the calls an early
+ * return let them make, and by a multicast allgather's one broadcast per
+ * rank (P sequence numbers at once); what is kept is bounded by count and
+ * bytes below, so the window itself can be wide. */
+#define EARLY_SEQS 4096
 
 static void comm_input(struct ibmc_comm *comm, const void *data, size_t len,
 		       int is_mcast)
