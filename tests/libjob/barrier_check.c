@@ -266,18 +266,22 @@ static int one_barrier(ibmc_comm_t *comm, int64_t *rec)
 }
 
 /*
- * --break-at: proves the check can fail. The last rank records its exit
- * as soon as it started the barrier (as a barrier that does not wait
- * would), then completes it; the others enter 2 ms later, after that
- * claimed exit.
+ * --break-at: proves the check can fail. All ranks meet through the
+ * bootstrap first (a channel independent of the barrier under test); the
+ * last rank then records its exit as soon as it started the barrier (as a
+ * barrier that does not wait would) and completes it; the others enter
+ * 50 ms later, after that claimed exit, however slow the host.
  */
 static int broken_barrier(ibmc_comm_t *comm, int64_t *rec)
 {
 	ibmc_request_t *req;
-	int rc;
+	int rc, sync = 0, *all = calloc((size_t)bs.size, sizeof(int));
 
+	if (!all || bs.allgather(bs.arg, &sync, all, sizeof(sync)))
+		die("bootstrap sync failed");
+	free(all);
 	if (bs.rank != bs.size - 1) {
-		usleep(2000);
+		usleep(50000);
 		return one_barrier(comm, rec);
 	}
 	rec[0] = now_ns();
