@@ -4,7 +4,7 @@
 
 if BUILD_MPI_SHIM
 lib_LTLIBRARIES += libjob/libibmcast_mpi.la
-libjob_libibmcast_mpi_la_SOURCES = libjob/mpi_shim.c
+libjob_libibmcast_mpi_la_SOURCES = libjob/mpi_shim.c libjob/mpi_map.h
 libjob_libibmcast_mpi_la_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
 # Only the MPI entry points it wraps: libibmcast stays behind its own map.
 libjob_libibmcast_mpi_la_LDFLAGS = -version-info 0:0:0 \

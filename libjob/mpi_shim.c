@@ -22,6 +22,7 @@
 #include <mpi.h>
 
 #include "ibmcast/ibmcast.h"
+#include "libjob/mpi_map.h"
 
 #define SHIM "ibmcast_mpi"
 
@@ -720,98 +721,33 @@ pass:
 /* MPI's predefined operations and libibmcast's; -1: user-defined. */
 static int map_op(MPI_Op op)
 {
-	static const struct {
-		MPI_Op mpi;
-		ibmc_op_t ibmc;
-	} ops[] = {
-		{ MPI_SUM, IBMC_SUM }, { MPI_PROD, IBMC_PROD },
-		{ MPI_MIN, IBMC_MIN }, { MPI_MAX, IBMC_MAX },
-		{ MPI_LAND, IBMC_LAND }, { MPI_LOR, IBMC_LOR },
-		{ MPI_LXOR, IBMC_LXOR }, { MPI_BAND, IBMC_BAND },
-		{ MPI_BOR, IBMC_BOR }, { MPI_BXOR, IBMC_BXOR },
-		{ MPI_MINLOC, IBMC_MINLOC }, { MPI_MAXLOC, IBMC_MAXLOC },
-	};
-	size_t i;
-
-	for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
-		if (ops[i].mpi == op)
-			return (int)ops[i].ibmc;
+#define X(mpi, ibmc) if (op == mpi) return (int)ibmc;
+	IBMC__MPI_OPS(X)
+#undef X
 	return -1;
 }
 
-/* What a predefined datatype is to a reduction. */
-enum kind { K_SIGNED, K_UNSIGNED, K_CHAR, K_BYTE, K_FLOAT, K_PAIR };
-
-/* The MINLOC/MAXLOC pairs as libibmcast lays them out (C's structs). */
-struct p_float { float v; int i; };
-struct p_double { double v; int i; };
-struct p_long { long v; int i; };
-struct p_int { int v; int i; };
-struct p_short { short v; int i; };
-struct p_ldouble { long double v; int i; };
-
 /*
- * The ibmc_dtype_t of a predefined datatype whose elements follow each
- * other without holes at its size (or, for a pair, at the C struct's
- * size), and its element size; -1 for anything else (derived types,
- * MPI_C_BOOL, complex, Fortran and C++ types). Integers map by size and
- * signedness, so MPI_LONG is IBMC_INT64 on LP64. *bitwise_only: MPI_BYTE,
- * which MPI reduces with MPI_BAND, MPI_BOR and MPI_BXOR only.
+ * The ibmc_dtype_t of a predefined datatype (libjob/mpi_map.h) whose
+ * elements follow each other without holes, and its element size; -1 for
+ * anything else (derived types, MPI_C_BOOL, complex, Fortran and C++
+ * types). *bitwise_only: MPI_BYTE, which MPI reduces with MPI_BAND,
+ * MPI_BOR and MPI_BXOR only.
  */
 static int map_dtype(MPI_Datatype type, size_t *esize, int *bitwise_only)
 {
-	static const ibmc_dtype_t ints[2][4] = {
-		{ IBMC_INT8, IBMC_INT16, IBMC_INT32, IBMC_INT64 },
-		{ IBMC_UINT8, IBMC_UINT16, IBMC_UINT32, IBMC_UINT64 },
-	};
 	static const struct {
 		MPI_Datatype mpi;
-		enum kind kind;
-		ibmc_dtype_t pair;
-		size_t pair_size;
+		int kind, ibmc;
+		size_t esize;
 	} types[] = {
-		{ MPI_CHAR, K_CHAR, 0, 0 },
-		{ MPI_SIGNED_CHAR, K_SIGNED, 0, 0 },
-		{ MPI_SHORT, K_SIGNED, 0, 0 },
-		{ MPI_INT, K_SIGNED, 0, 0 },
-		{ MPI_LONG, K_SIGNED, 0, 0 },
-		{ MPI_LONG_LONG_INT, K_SIGNED, 0, 0 },
-		{ MPI_LONG_LONG, K_SIGNED, 0, 0 },
-		{ MPI_INT8_T, K_SIGNED, 0, 0 },
-		{ MPI_INT16_T, K_SIGNED, 0, 0 },
-		{ MPI_INT32_T, K_SIGNED, 0, 0 },
-		{ MPI_INT64_T, K_SIGNED, 0, 0 },
-		{ MPI_AINT, K_SIGNED, 0, 0 },
-		{ MPI_OFFSET, K_SIGNED, 0, 0 },
-		{ MPI_COUNT, K_SIGNED, 0, 0 },
-		{ MPI_UNSIGNED_CHAR, K_UNSIGNED, 0, 0 },
-		{ MPI_UNSIGNED_SHORT, K_UNSIGNED, 0, 0 },
-		{ MPI_UNSIGNED, K_UNSIGNED, 0, 0 },
-		{ MPI_UNSIGNED_LONG, K_UNSIGNED, 0, 0 },
-		{ MPI_UNSIGNED_LONG_LONG, K_UNSIGNED, 0, 0 },
-		{ MPI_UINT8_T, K_UNSIGNED, 0, 0 },
-		{ MPI_UINT16_T, K_UNSIGNED, 0, 0 },
-		{ MPI_UINT32_T, K_UNSIGNED, 0, 0 },
-		{ MPI_UINT64_T, K_UNSIGNED, 0, 0 },
-		{ MPI_BYTE, K_BYTE, 0, 0 },
-		{ MPI_FLOAT, K_FLOAT, 0, 0 },
-		{ MPI_DOUBLE, K_FLOAT, 0, 0 },
-		{ MPI_LONG_DOUBLE, K_FLOAT, 0, 0 },
-		{ MPI_FLOAT_INT, K_PAIR, IBMC_FLOAT_INT,
-		  sizeof(struct p_float) },
-		{ MPI_DOUBLE_INT, K_PAIR, IBMC_DOUBLE_INT,
-		  sizeof(struct p_double) },
-		{ MPI_LONG_INT, K_PAIR, IBMC_LONG_INT, sizeof(struct p_long) },
-		{ MPI_2INT, K_PAIR, IBMC_2INT, sizeof(struct p_int) },
-		{ MPI_SHORT_INT, K_PAIR, IBMC_SHORT_INT,
-		  sizeof(struct p_short) },
-		{ MPI_LONG_DOUBLE_INT, K_PAIR, IBMC_LONG_DOUBLE_INT,
-		  sizeof(struct p_ldouble) },
+#define X(mpi, kind, ibmc, esize) { mpi, kind, ibmc, esize },
+		IBMC__MPI_DTYPES(X)
+#undef X
 	};
 	MPI_Aint lb, extent, tlb, textent;
-	enum kind kind;
 	size_t i;
-	int size, u;
+	int size;
 
 	for (i = 0; i < sizeof(types) / sizeof(types[0]); i++)
 		if (types[i].mpi == type)
@@ -820,52 +756,12 @@ static int map_dtype(MPI_Datatype type, size_t *esize, int *bitwise_only)
 	    PMPI_Type_size(type, &size) != MPI_SUCCESS ||
 	    PMPI_Type_get_extent(type, &lb, &extent) != MPI_SUCCESS ||
 	    PMPI_Type_get_true_extent(type, &tlb, &textent) != MPI_SUCCESS ||
-	    lb != 0 || tlb != 0)
+	    lb != 0 || tlb != 0 || extent <= 0 || size < 0)
 		return -1;
-	kind = types[i].kind;
 	*esize = (size_t)extent;
-	*bitwise_only = kind == K_BYTE;
-	if (kind == K_PAIR)
-		return (size_t)extent == types[i].pair_size ?
-			       (int)types[i].pair : -1;
-	if (size != extent)
-		return -1;
-	if (kind == K_FLOAT)
-		return size == sizeof(float) && type == MPI_FLOAT ? IBMC_FLOAT :
-		       size == sizeof(double) && type == MPI_DOUBLE ?
-							IBMC_DOUBLE :
-		       size == sizeof(long double) && type == MPI_LONG_DOUBLE ?
-							IBMC_LONG_DOUBLE :
-							-1;
-	u = kind == K_UNSIGNED || kind == K_BYTE ||
-	    (kind == K_CHAR && CHAR_MIN == 0);
-	switch (size) {
-	case 1: return (int)ints[u][0];
-	case 2: return (int)ints[u][1];
-	case 4: return (int)ints[u][2];
-	case 8: return (int)ints[u][3];
-	}
-	return -1;
-}
-
-/* MPI's rules (and libibmcast's): arithmetic on numbers, logical and
- * bitwise operations on integers (MPI_BYTE: bitwise only), MINLOC and
- * MAXLOC on the pairs only. */
-static int op_fits(ibmc_op_t op, ibmc_dtype_t dt, int bitwise_only)
-{
-	int pair = dt >= IBMC_FLOAT_INT, integer = dt <= IBMC_UINT64;
-
-	switch (op) {
-	case IBMC_SUM: case IBMC_PROD: case IBMC_MIN: case IBMC_MAX:
-		return !pair && !bitwise_only;
-	case IBMC_LAND: case IBMC_LOR: case IBMC_LXOR:
-		return integer && !bitwise_only;
-	case IBMC_BAND: case IBMC_BOR: case IBMC_BXOR:
-		return integer;
-	case IBMC_MINLOC: case IBMC_MAXLOC:
-		return pair;
-	}
-	return 0;
+	*bitwise_only = types[i].kind == IBMC__MK_BYTE;
+	return ibmc__mpi_dtype(types[i].kind, types[i].ibmc, types[i].esize,
+			       (size_t)size, (size_t)extent);
 }
 
 /*
@@ -893,7 +789,7 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count,
 		why = PASS_TYPE;
 		goto pass;
 	}
-	if (!op_fits(iop, dt, bitwise_only)) {
+	if (!ibmc__mpi_op_fits(iop, dt, bitwise_only)) {
 		why = PASS_OPTYPE;
 		goto pass;
 	}

@@ -24,6 +24,7 @@ int ibmc__xfers_init(struct ibmc__xfers *xs, struct ibmc__task *t, int n)
 	memset(xs, 0, sizeof(*xs));
 	xs->task = t;
 	xs->progress_ms = ibmc__now_ms();
+	xs->next = INT64_MAX;
 	if (!n)
 		return 0;
 	xs->x = calloc((size_t)n, sizeof(*xs->x));
@@ -277,6 +278,7 @@ int64_t ibmc__xfers_progress(struct ibmc__xfers *xs, int64_t now)
 		if (due < next)
 			next = due;
 	}
+	xs->next = next;
 	return next;
 }
 
@@ -299,4 +301,19 @@ int ibmc__xfers_check(const struct ibmc__xfers *xs)
 	if (timeout && ibmc__now_ms() - xs->progress_ms > timeout)
 		return -ETIMEDOUT;
 	return 0;
+}
+
+void ibmc__xfers_task_input(struct ibmc__task *t, const struct ibmc__hdr *h,
+			    const unsigned char *payload, size_t plen,
+			    int is_mcast)
+{
+	(void)is_mcast;
+	ibmc__xfers_input(t->priv, h, payload, plen);
+}
+
+int64_t ibmc__xfers_task_deadline(const struct ibmc__task *t)
+{
+	const struct ibmc__xfers *xs = t->priv;
+
+	return xs->next;
 }

@@ -52,6 +52,7 @@ struct ibmc__xfers {
 	struct ibmc__xfer *x;
 	int error;		/* -EMSGSIZE, -EINVAL: the peers disagree */
 	int64_t progress_ms;	/* last new fragment or acknowledgment */
+	int64_t next;		/* us: the next timer, set by progress */
 };
 
 /* n transfer slots. 0 or -ENOMEM. */
@@ -70,6 +71,14 @@ void ibmc__xfers_input(struct ibmc__xfers *xs, const struct ibmc__hdr *h,
 
 /* Send, resend and acknowledge what is due; the next timer (us). */
 int64_t ibmc__xfers_progress(struct ibmc__xfers *xs, int64_t now);
+
+/* Task operations for an algorithm whose state (the task's priv) starts
+ * with its struct ibmc__xfers: transfer datagrams, also after completion
+ * (input and late), and the next timer. */
+void ibmc__xfers_task_input(struct ibmc__task *t, const struct ibmc__hdr *h,
+			    const unsigned char *payload, size_t plen,
+			    int is_mcast);
+int64_t ibmc__xfers_task_deadline(const struct ibmc__task *t);
 
 /* 1 when every posted transfer is done. */
 int ibmc__xfers_all_done(const struct ibmc__xfers *xs);

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "libjob/mpi_map.h"
 #include "ompi/coll_ibmcast.h"
 #include "ompi/constants.h"
 #include "ompi/datatype/ompi_datatype.h"
@@ -257,99 +258,35 @@ pass:
 /* MPI's predefined operations and libibmcast's; -1: user-defined. */
 static int map_op(struct ompi_op_t *op)
 {
-	static const struct {
-		struct ompi_op_t *mpi;
-		ibmc_op_t ibmc;
-	} ops[] = {
-		{ MPI_SUM, IBMC_SUM }, { MPI_PROD, IBMC_PROD },
-		{ MPI_MIN, IBMC_MIN }, { MPI_MAX, IBMC_MAX },
-		{ MPI_LAND, IBMC_LAND }, { MPI_LOR, IBMC_LOR },
-		{ MPI_LXOR, IBMC_LXOR }, { MPI_BAND, IBMC_BAND },
-		{ MPI_BOR, IBMC_BOR }, { MPI_BXOR, IBMC_BXOR },
-		{ MPI_MINLOC, IBMC_MINLOC }, { MPI_MAXLOC, IBMC_MAXLOC },
-	};
-	size_t i;
-
-	for (i = 0; i < sizeof(ops) / sizeof(ops[0]); i++)
-		if (ops[i].mpi == op)
-			return (int)ops[i].ibmc;
+#define X(mpi, ibmc) if (op == mpi) return (int)ibmc;
+	IBMC__MPI_OPS(X)
+#undef X
 	return -1;
 }
 
-/* What a predefined datatype is to a reduction. */
-enum kind { K_SIGNED, K_UNSIGNED, K_CHAR, K_BYTE, K_FLOAT, K_PAIR };
-
-/* The MINLOC/MAXLOC pairs as libibmcast lays them out (C's structs). */
-struct p_float { float v; int i; };
-struct p_double { double v; int i; };
-struct p_long { long v; int i; };
-struct p_int { int v; int i; };
-struct p_short { short v; int i; };
-struct p_ldouble { long double v; int i; };
-
 /*
- * The ibmc_dtype_t of a predefined C datatype whose elements follow each
- * other without holes at its size (a pair: at the C struct's size), and
- * its element size; -1 for anything else (derived types, MPI_C_BOOL,
- * complex, Fortran and C++ types). Integers map by size and signedness.
- * *bitwise_only: MPI_BYTE, which MPI reduces with MPI_BAND, MPI_BOR and
- * MPI_BXOR only.
+ * The ibmc_dtype_t of a predefined C datatype (libjob/mpi_map.h) whose
+ * elements follow each other without holes, and its element size; -1 for
+ * anything else (derived types, MPI_C_BOOL, complex, Fortran and C++
+ * types). *bitwise_only: MPI_BYTE, which MPI reduces with MPI_BAND,
+ * MPI_BOR and MPI_BXOR only.
  */
 static int map_dtype(struct ompi_datatype_t *dtype, size_t *esize,
 		     int *bitwise_only)
 {
-	static const ibmc_dtype_t ints[2][4] = {
-		{ IBMC_INT8, IBMC_INT16, IBMC_INT32, IBMC_INT64 },
-		{ IBMC_UINT8, IBMC_UINT16, IBMC_UINT32, IBMC_UINT64 },
-	};
+	/* Not static: Open MPI's predefined handles are addresses of its
+	 * globals, resolved when the component is loaded. */
 	const struct {
 		struct ompi_datatype_t *mpi;
-		enum kind kind;
-		ibmc_dtype_t ibmc;	/* floats and pairs */
-		size_t esize;		/* floats and pairs */
+		int kind, ibmc;
+		size_t esize;
 	} types[] = {
-		{ MPI_CHAR, K_CHAR, 0, 0 },
-		{ MPI_SIGNED_CHAR, K_SIGNED, 0, 0 },
-		{ MPI_SHORT, K_SIGNED, 0, 0 },
-		{ MPI_INT, K_SIGNED, 0, 0 },
-		{ MPI_LONG, K_SIGNED, 0, 0 },
-		{ MPI_LONG_LONG_INT, K_SIGNED, 0, 0 },
-		{ MPI_LONG_LONG, K_SIGNED, 0, 0 },
-		{ MPI_INT8_T, K_SIGNED, 0, 0 },
-		{ MPI_INT16_T, K_SIGNED, 0, 0 },
-		{ MPI_INT32_T, K_SIGNED, 0, 0 },
-		{ MPI_INT64_T, K_SIGNED, 0, 0 },
-		{ MPI_AINT, K_SIGNED, 0, 0 },
-		{ MPI_OFFSET, K_SIGNED, 0, 0 },
-		{ MPI_COUNT, K_SIGNED, 0, 0 },
-		{ MPI_UNSIGNED_CHAR, K_UNSIGNED, 0, 0 },
-		{ MPI_UNSIGNED_SHORT, K_UNSIGNED, 0, 0 },
-		{ MPI_UNSIGNED, K_UNSIGNED, 0, 0 },
-		{ MPI_UNSIGNED_LONG, K_UNSIGNED, 0, 0 },
-		{ MPI_UNSIGNED_LONG_LONG, K_UNSIGNED, 0, 0 },
-		{ MPI_UINT8_T, K_UNSIGNED, 0, 0 },
-		{ MPI_UINT16_T, K_UNSIGNED, 0, 0 },
-		{ MPI_UINT32_T, K_UNSIGNED, 0, 0 },
-		{ MPI_UINT64_T, K_UNSIGNED, 0, 0 },
-		{ MPI_BYTE, K_BYTE, 0, 0 },
-		{ MPI_FLOAT, K_FLOAT, IBMC_FLOAT, sizeof(float) },
-		{ MPI_DOUBLE, K_FLOAT, IBMC_DOUBLE, sizeof(double) },
-		{ MPI_LONG_DOUBLE, K_FLOAT, IBMC_LONG_DOUBLE,
-		  sizeof(long double) },
-		{ MPI_FLOAT_INT, K_PAIR, IBMC_FLOAT_INT,
-		  sizeof(struct p_float) },
-		{ MPI_DOUBLE_INT, K_PAIR, IBMC_DOUBLE_INT,
-		  sizeof(struct p_double) },
-		{ MPI_LONG_INT, K_PAIR, IBMC_LONG_INT, sizeof(struct p_long) },
-		{ MPI_2INT, K_PAIR, IBMC_2INT, sizeof(struct p_int) },
-		{ MPI_SHORT_INT, K_PAIR, IBMC_SHORT_INT,
-		  sizeof(struct p_short) },
-		{ MPI_LONG_DOUBLE_INT, K_PAIR, IBMC_LONG_DOUBLE_INT,
-		  sizeof(struct p_ldouble) },
+#define X(mpi, kind, ibmc, esize) { mpi, kind, ibmc, esize },
+		IBMC__MPI_DTYPES(X)
+#undef X
 	};
 	ptrdiff_t lb = 0, extent = 0, tlb = 0, textent = 0;
 	size_t i, size = 0;
-	int u;
 
 	for (i = 0; i < sizeof(types) / sizeof(types[0]); i++)
 		if (types[i].mpi == dtype)
@@ -362,43 +299,9 @@ static int map_dtype(struct ompi_datatype_t *dtype, size_t *esize,
 	if (lb || tlb || extent <= 0)
 		return -1;
 	*esize = (size_t)extent;
-	*bitwise_only = types[i].kind == K_BYTE;
-	if (types[i].kind == K_PAIR || types[i].kind == K_FLOAT)
-		return (size_t)extent == types[i].esize &&
-			       (types[i].kind == K_PAIR ||
-				size == (size_t)extent) ?
-			       (int)types[i].ibmc : -1;
-	if (size != (size_t)extent)
-		return -1;
-	u = types[i].kind == K_UNSIGNED || types[i].kind == K_BYTE ||
-	    (types[i].kind == K_CHAR && CHAR_MIN == 0);
-	switch (size) {
-	case 1: return (int)ints[u][0];
-	case 2: return (int)ints[u][1];
-	case 4: return (int)ints[u][2];
-	case 8: return (int)ints[u][3];
-	}
-	return -1;
-}
-
-/* MPI's rules (and libibmcast's): arithmetic on numbers, logical and
- * bitwise operations on integers (MPI_BYTE: bitwise only), MINLOC and
- * MAXLOC on the pairs only. */
-static int op_fits(ibmc_op_t op, ibmc_dtype_t dt, int bitwise_only)
-{
-	int pair = dt >= IBMC_FLOAT_INT, integer = dt <= IBMC_UINT64;
-
-	switch (op) {
-	case IBMC_SUM: case IBMC_PROD: case IBMC_MIN: case IBMC_MAX:
-		return !pair && !bitwise_only;
-	case IBMC_LAND: case IBMC_LOR: case IBMC_LXOR:
-		return integer && !bitwise_only;
-	case IBMC_BAND: case IBMC_BOR: case IBMC_BXOR:
-		return integer;
-	case IBMC_MINLOC: case IBMC_MAXLOC:
-		return pair;
-	}
-	return 0;
+	*bitwise_only = types[i].kind == IBMC__MK_BYTE;
+	return ibmc__mpi_dtype(types[i].kind, types[i].ibmc, types[i].esize,
+			       size, (size_t)extent);
 }
 
 /*
@@ -430,7 +333,7 @@ int mca_coll_ibmcast_allreduce(const void *sbuf, void *rbuf, int count,
 		why = IBMCAST_PASS_TYPE;
 		goto pass;
 	}
-	if (!op_fits(iop, dt, bitwise_only)) {
+	if (!ibmc__mpi_op_fits(iop, dt, bitwise_only)) {
 		why = IBMCAST_PASS_OPTYPE;
 		goto pass;
 	}

@@ -4,7 +4,7 @@
 
 if BUILD_OMPI_COLL
 ompicomp_LTLIBRARIES = ompi/mca_coll_ibmcast.la
-ompi_mca_coll_ibmcast_la_SOURCES = ompi/coll_ibmcast.h \
+ompi_mca_coll_ibmcast_la_SOURCES = ompi/coll_ibmcast.h libjob/mpi_map.h \
 	ompi/coll_ibmcast_component.c ompi/coll_ibmcast_module.c \
 	ompi/coll_ibmcast_ops.c
 ompi_mca_coll_ibmcast_la_CPPFLAGS = $(AM_CPPFLAGS) $(OMPI_INTERNAL_CPPFLAGS)

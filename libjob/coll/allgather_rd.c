@@ -17,7 +17,6 @@
 struct rd {
 	struct ibmc__xfers xs;
 	int rounds;
-	int64_t next;
 };
 
 static unsigned char *block(const struct ibmc__task *t, int b)
@@ -43,7 +42,6 @@ static int start(struct ibmc__task *t)
 	if (!d)
 		return -ENOMEM;
 	t->priv = d;
-	d->next = INT64_MAX;
 	while ((1 << d->rounds) < c->size)
 		d->rounds++;
 	if ((1 << d->rounds) != c->size)
@@ -77,28 +75,12 @@ static int progress(struct ibmc__task *t, int64_t now)
 				return rc;
 		}
 	}
-	d->next = ibmc__xfers_progress(&d->xs, now);
+	ibmc__xfers_progress(&d->xs, now);
 	if (!d->rounds || (ibmc__xfers_all_done(&d->xs) &&
 			   d->xs.x[2 * d->rounds - 1].posted))
 		return 0;
 	rc = ibmc__xfers_check(&d->xs);
 	return rc ? rc : IBMC_INPROGRESS;
-}
-
-static void input(struct ibmc__task *t, const struct ibmc__hdr *h,
-		  const unsigned char *payload, size_t plen, int is_mcast)
-{
-	struct rd *d = t->priv;
-
-	(void)is_mcast;
-	ibmc__xfers_input(&d->xs, h, payload, plen);
-}
-
-static int64_t deadline(const struct ibmc__task *t)
-{
-	const struct rd *d = t->priv;
-
-	return d->next;
 }
 
 static void complete(struct ibmc__task *t, int rc)
@@ -121,10 +103,10 @@ static void fini(struct ibmc__task *t)
 
 const struct ibmc__task_ops ibmc__allgather_rd_ops = {
 	.start = start,
-	.input = input,
+	.input = ibmc__xfers_task_input,
 	.progress = progress,
-	.deadline = deadline,
+	.deadline = ibmc__xfers_task_deadline,
 	.complete = complete,
-	.late = input,
+	.late = ibmc__xfers_task_input,
 	.fini = fini,
 };

@@ -16,7 +16,6 @@
 
 struct ring {
 	struct ibmc__xfers xs;
-	int64_t next;
 };
 
 static unsigned char *block(const struct ibmc__task *t, int b)
@@ -33,7 +32,6 @@ static int start(struct ibmc__task *t)
 	if (!r)
 		return -ENOMEM;
 	t->priv = r;
-	r->next = INT64_MAX;
 	rc = ibmc__xfers_init(&r->xs, t, 2 * (P - 1));
 	for (s = 0; !rc && s < P - 1; s++)
 		rc = ibmc__xfer_post(&r->xs, s, 0, (me - 1 + P) % P,
@@ -62,27 +60,11 @@ static int progress(struct ibmc__task *t, int64_t now)
 			if (rc)
 				return rc;
 		}
-	r->next = ibmc__xfers_progress(&r->xs, now);
+	ibmc__xfers_progress(&r->xs, now);
 	if (ibmc__xfers_all_done(&r->xs) && r->xs.x[2 * P - 3].posted)
 		return 0;
 	rc = ibmc__xfers_check(&r->xs);
 	return rc ? rc : IBMC_INPROGRESS;
-}
-
-static void input(struct ibmc__task *t, const struct ibmc__hdr *h,
-		  const unsigned char *payload, size_t plen, int is_mcast)
-{
-	struct ring *r = t->priv;
-
-	(void)is_mcast;
-	ibmc__xfers_input(&r->xs, h, payload, plen);
-}
-
-static int64_t deadline(const struct ibmc__task *t)
-{
-	const struct ring *r = t->priv;
-
-	return r->next;
 }
 
 static void complete(struct ibmc__task *t, int rc)
@@ -105,10 +87,10 @@ static void fini(struct ibmc__task *t)
 
 const struct ibmc__task_ops ibmc__allgather_ring_ops = {
 	.start = start,
-	.input = input,
+	.input = ibmc__xfers_task_input,
 	.progress = progress,
-	.deadline = deadline,
+	.deadline = ibmc__xfers_task_deadline,
 	.complete = complete,
-	.late = input,
+	.late = ibmc__xfers_task_input,
 	.fini = fini,
 };

@@ -33,7 +33,6 @@ struct rd {
 					 * round k; vec[rounds]: the result */
 	unsigned char **in;		/* in[k]: received in round k */
 	unsigned char *fold_in;
-	int64_t next;
 };
 
 static int real_rank(int newrank, int rem)
@@ -56,7 +55,6 @@ static int start(struct ibmc__task *t)
 	}
 	d->a = a;
 	t->priv = d;
-	d->next = INT64_MAX;
 	while (p2 * 2 <= P)
 		p2 *= 2;
 	rem = P - p2;
@@ -166,27 +164,11 @@ static int progress(struct ibmc__task *t, int64_t now)
 			d->round++;
 		}
 	}
-	d->next = ibmc__xfers_progress(&d->xs, now);
+	ibmc__xfers_progress(&d->xs, now);
 	if ((d->role || d->round > d->rounds) && ibmc__xfers_all_done(&d->xs))
 		return 0;
 	rc = ibmc__xfers_check(&d->xs);
 	return rc ? rc : IBMC_INPROGRESS;
-}
-
-static void input(struct ibmc__task *t, const struct ibmc__hdr *h,
-		  const unsigned char *payload, size_t plen, int is_mcast)
-{
-	struct rd *d = t->priv;
-
-	(void)is_mcast;
-	ibmc__xfers_input(&d->xs, h, payload, plen);
-}
-
-static int64_t deadline(const struct ibmc__task *t)
-{
-	const struct rd *d = t->priv;
-
-	return d->next;
 }
 
 static void complete(struct ibmc__task *t, int rc)
@@ -218,10 +200,10 @@ static void fini(struct ibmc__task *t)
 
 const struct ibmc__task_ops ibmc__allreduce_rd_ops = {
 	.start = start,
-	.input = input,
+	.input = ibmc__xfers_task_input,
 	.progress = progress,
-	.deadline = deadline,
+	.deadline = ibmc__xfers_task_deadline,
 	.complete = complete,
-	.late = input,
+	.late = ibmc__xfers_task_input,
 	.fini = fini,
 };

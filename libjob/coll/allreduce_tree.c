@@ -28,7 +28,6 @@ struct tred {
 	unsigned char **in;	/* per child (tree order) */
 	unsigned char *acc;
 	int reduced;
-	int64_t next;
 };
 
 static int cmp_int(const void *x, const void *y)
@@ -51,7 +50,6 @@ static int start(struct ibmc__task *t)
 	}
 	r->a = a;
 	t->priv = r;
-	r->next = INT64_MAX;
 	rc = ibmc__tree_build(&r->tree, IBMC__A_BINOMIAL, 1, c->size, 0,
 			      c->rank);
 	if (rc)
@@ -113,27 +111,11 @@ static int progress(struct ibmc__task *t, int64_t now)
 			}
 		}
 	}
-	r->next = ibmc__xfers_progress(&r->xs, now);
+	ibmc__xfers_progress(&r->xs, now);
 	if (r->reduced && ibmc__xfers_all_done(&r->xs))
 		return 0;
 	rc = ibmc__xfers_check(&r->xs);
 	return rc ? rc : IBMC_INPROGRESS;
-}
-
-static void input(struct ibmc__task *t, const struct ibmc__hdr *h,
-		  const unsigned char *payload, size_t plen, int is_mcast)
-{
-	struct tred *r = t->priv;
-
-	(void)is_mcast;
-	ibmc__xfers_input(&r->xs, h, payload, plen);
-}
-
-static int64_t deadline(const struct ibmc__task *t)
-{
-	const struct tred *r = t->priv;
-
-	return r->next;
 }
 
 static void fini(struct ibmc__task *t)
@@ -156,9 +138,9 @@ static void fini(struct ibmc__task *t)
 
 const struct ibmc__task_ops ibmc__allreduce_tree_ops = {
 	.start = start,
-	.input = input,
+	.input = ibmc__xfers_task_input,
 	.progress = progress,
-	.deadline = deadline,
-	.late = input,
+	.deadline = ibmc__xfers_task_deadline,
+	.late = ibmc__xfers_task_input,
 	.fini = fini,
 };

@@ -1,0 +1,138 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * mpi_map.h - how MPI's predefined reductions map onto libibmcast's, one
+ * table for both MPI integrations (the MPICH shim, libjob/mpi_shim.c, and
+ * the Open MPI component, ompi/). Header-only and included after the MPI's
+ * own mpi.h: each integration is built against a different one, and the
+ * MPI_* names are that MPI's. Each keeps only its own type queries.
+ */
+#ifndef IBMCAST_LIBJOB_MPI_MAP_H
+#define IBMCAST_LIBJOB_MPI_MAP_H
+
+#include <limits.h>
+#include <stddef.h>
+
+#include "ibmcast/ibmcast.h"
+
+/* X(mpi_op, ibmc_op) */
+#define IBMC__MPI_OPS(X)						\
+	X(MPI_SUM, IBMC_SUM) X(MPI_PROD, IBMC_PROD)			\
+	X(MPI_MIN, IBMC_MIN) X(MPI_MAX, IBMC_MAX)			\
+	X(MPI_LAND, IBMC_LAND) X(MPI_LOR, IBMC_LOR)			\
+	X(MPI_LXOR, IBMC_LXOR) X(MPI_BAND, IBMC_BAND)			\
+	X(MPI_BOR, IBMC_BOR) X(MPI_BXOR, IBMC_BXOR)			\
+	X(MPI_MINLOC, IBMC_MINLOC) X(MPI_MAXLOC, IBMC_MAXLOC)
+
+/* What a predefined datatype is to a reduction. */
+enum ibmc__mpi_kind {
+	IBMC__MK_SIGNED, IBMC__MK_UNSIGNED, IBMC__MK_CHAR, IBMC__MK_BYTE,
+	IBMC__MK_FLOAT, IBMC__MK_PAIR,
+};
+
+/* The MINLOC/MAXLOC pairs as libibmcast lays them out (C's structs). */
+struct ibmc__mpi_p_float { float v; int i; };
+struct ibmc__mpi_p_double { double v; int i; };
+struct ibmc__mpi_p_long { long v; int i; };
+struct ibmc__mpi_p_int { int v; int i; };
+struct ibmc__mpi_p_short { short v; int i; };
+struct ibmc__mpi_p_ldouble { long double v; int i; };
+
+/* X(mpi_type, kind, ibmc_dtype, element size): floats and pairs name
+ * their type and size; integers map by size and signedness (so MPI_LONG
+ * is IBMC_INT64 on LP64), see ibmc__mpi_dtype(). */
+#define IBMC__MPI_DTYPES(X)						\
+	X(MPI_CHAR, IBMC__MK_CHAR, 0, 0)				\
+	X(MPI_SIGNED_CHAR, IBMC__MK_SIGNED, 0, 0)			\
+	X(MPI_SHORT, IBMC__MK_SIGNED, 0, 0)				\
+	X(MPI_INT, IBMC__MK_SIGNED, 0, 0)				\
+	X(MPI_LONG, IBMC__MK_SIGNED, 0, 0)				\
+	X(MPI_LONG_LONG_INT, IBMC__MK_SIGNED, 0, 0)			\
+	X(MPI_LONG_LONG, IBMC__MK_SIGNED, 0, 0)				\
+	X(MPI_INT8_T, IBMC__MK_SIGNED, 0, 0)				\
+	X(MPI_INT16_T, IBMC__MK_SIGNED, 0, 0)				\
+	X(MPI_INT32_T, IBMC__MK_SIGNED, 0, 0)				\
+	X(MPI_INT64_T, IBMC__MK_SIGNED, 0, 0)				\
+	X(MPI_AINT, IBMC__MK_SIGNED, 0, 0)				\
+	X(MPI_OFFSET, IBMC__MK_SIGNED, 0, 0)				\
+	X(MPI_COUNT, IBMC__MK_SIGNED, 0, 0)				\
+	X(MPI_UNSIGNED_CHAR, IBMC__MK_UNSIGNED, 0, 0)			\
+	X(MPI_UNSIGNED_SHORT, IBMC__MK_UNSIGNED, 0, 0)			\
+	X(MPI_UNSIGNED, IBMC__MK_UNSIGNED, 0, 0)			\
+	X(MPI_UNSIGNED_LONG, IBMC__MK_UNSIGNED, 0, 0)			\
+	X(MPI_UNSIGNED_LONG_LONG, IBMC__MK_UNSIGNED, 0, 0)		\
+	X(MPI_UINT8_T, IBMC__MK_UNSIGNED, 0, 0)				\
+	X(MPI_UINT16_T, IBMC__MK_UNSIGNED, 0, 0)			\
+	X(MPI_UINT32_T, IBMC__MK_UNSIGNED, 0, 0)			\
+	X(MPI_UINT64_T, IBMC__MK_UNSIGNED, 0, 0)			\
+	X(MPI_BYTE, IBMC__MK_BYTE, 0, 0)				\
+	X(MPI_FLOAT, IBMC__MK_FLOAT, IBMC_FLOAT, sizeof(float))		\
+	X(MPI_DOUBLE, IBMC__MK_FLOAT, IBMC_DOUBLE, sizeof(double))	\
+	X(MPI_LONG_DOUBLE, IBMC__MK_FLOAT, IBMC_LONG_DOUBLE,		\
+	  sizeof(long double))						\
+	X(MPI_FLOAT_INT, IBMC__MK_PAIR, IBMC_FLOAT_INT,			\
+	  sizeof(struct ibmc__mpi_p_float))				\
+	X(MPI_DOUBLE_INT, IBMC__MK_PAIR, IBMC_DOUBLE_INT,		\
+	  sizeof(struct ibmc__mpi_p_double))				\
+	X(MPI_LONG_INT, IBMC__MK_PAIR, IBMC_LONG_INT,			\
+	  sizeof(struct ibmc__mpi_p_long))				\
+	X(MPI_2INT, IBMC__MK_PAIR, IBMC_2INT,				\
+	  sizeof(struct ibmc__mpi_p_int))				\
+	X(MPI_SHORT_INT, IBMC__MK_PAIR, IBMC_SHORT_INT,			\
+	  sizeof(struct ibmc__mpi_p_short))				\
+	X(MPI_LONG_DOUBLE_INT, IBMC__MK_PAIR, IBMC_LONG_DOUBLE_INT,	\
+	  sizeof(struct ibmc__mpi_p_ldouble))
+
+/*
+ * The ibmc_dtype_t of a table entry (kind, ibmc, esize) for a datatype of
+ * this size and extent (lower bounds 0, checked by the caller), whose
+ * elements must follow each other without holes at its size (a pair: at
+ * the C struct's size); -1 when they do not.
+ */
+static inline int ibmc__mpi_dtype(int kind, int ibmc, size_t esize,
+				  size_t size, size_t extent)
+{
+	static const ibmc_dtype_t ints[2][4] = {
+		{ IBMC_INT8, IBMC_INT16, IBMC_INT32, IBMC_INT64 },
+		{ IBMC_UINT8, IBMC_UINT16, IBMC_UINT32, IBMC_UINT64 },
+	};
+	int u;
+
+	if (kind == IBMC__MK_PAIR)
+		return extent == esize ? ibmc : -1;
+	if (size != extent)
+		return -1;
+	if (kind == IBMC__MK_FLOAT)
+		return extent == esize ? ibmc : -1;
+	u = kind == IBMC__MK_UNSIGNED || kind == IBMC__MK_BYTE ||
+	    (kind == IBMC__MK_CHAR && CHAR_MIN == 0);
+	switch (size) {
+	case 1: return (int)ints[u][0];
+	case 2: return (int)ints[u][1];
+	case 4: return (int)ints[u][2];
+	case 8: return (int)ints[u][3];
+	}
+	return -1;
+}
+
+/* MPI's rules (and libibmcast's): arithmetic on numbers, logical and
+ * bitwise operations on integers (MPI_BYTE: bitwise only), MINLOC and
+ * MAXLOC on the pairs only. */
+static inline int ibmc__mpi_op_fits(ibmc_op_t op, ibmc_dtype_t dt,
+				    int bitwise_only)
+{
+	int pair = dt >= IBMC_FLOAT_INT, integer = dt <= IBMC_UINT64;
+
+	switch (op) {
+	case IBMC_SUM: case IBMC_PROD: case IBMC_MIN: case IBMC_MAX:
+		return !pair && !bitwise_only;
+	case IBMC_LAND: case IBMC_LOR: case IBMC_LXOR:
+		return integer && !bitwise_only;
+	case IBMC_BAND: case IBMC_BOR: case IBMC_BXOR:
+		return integer;
+	case IBMC_MINLOC: case IBMC_MAXLOC:
+		return pair;
+	}
+	return 0;
+}
+
+#endif
