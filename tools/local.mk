@@ -12,6 +12,8 @@ dist_man_MANS += man/ibmcast-run.1
 # the installed library's public API only; the libjob_* integration tests
 # and tests/bench/bcast_links.sh run it under ibmcast-run.
 check_PROGRAMS += tests/libjob/bcast_check
+tests_libjob_bcast_check_SOURCES = tests/libjob/bcast_check.c \
+	tests/libjob/check_util.c tests/libjob/check_util.h
 tests_libjob_bcast_check_LDADD = libjob/libibmcast.la -lpthread
 # early_exit_check: a member leaves right after its broadcast returned
 # (finalize or vanish); run by libjob_early_exit.sh.
@@ -23,6 +25,8 @@ EXTRA_DIST += tests/lib-libjob.sh
 # random times after a barrier (seed 001's process skew); a benchmark
 # program for tests/bench/bcast_skew.sh, not a test.
 check_PROGRAMS += tests/libjob/bcast_skew
+tests_libjob_bcast_skew_SOURCES = tests/libjob/bcast_skew.c \
+	tests/libjob/check_util.c tests/libjob/check_util.h
 tests_libjob_bcast_skew_LDADD = libjob/libibmcast.la
 if BUILD_OSM_PLUGIN
 TESTS += tests/integration/libjob_bcast.sh
@@ -41,6 +45,8 @@ endif
 # the host's one clock, checked by rank 0 (max(enter) <= min(leave)); run
 # by libjob_barrier.sh and tests/bench/barrier.sh under ibmcast-run.
 check_PROGRAMS += tests/libjob/barrier_check
+tests_libjob_barrier_check_SOURCES = tests/libjob/barrier_check.c \
+	tests/libjob/check_util.c tests/libjob/check_util.h
 tests_libjob_barrier_check_LDADD = libjob/libibmcast.la
 if BUILD_OSM_PLUGIN
 TESTS += tests/integration/libjob_barrier.sh
@@ -50,6 +56,8 @@ endif
 # every block and every element verified, results compared across ranks;
 # run by libjob_allgather.sh and tests/bench/allgather.sh, allreduce.sh.
 check_PROGRAMS += tests/libjob/coll_check
+tests_libjob_coll_check_SOURCES = tests/libjob/coll_check.c \
+	tests/libjob/check_util.c tests/libjob/check_util.h
 tests_libjob_coll_check_LDADD = libjob/libibmcast.la -lpthread -lm
 if BUILD_OSM_PLUGIN
 TESTS += tests/integration/libjob_allgather.sh

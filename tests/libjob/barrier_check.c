@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "ibmcast/ibmcast.h"
+#include "tests/libjob/check_util.h"
 
 /* The bootstrap takes at most 1 MiB from one rank: two int64 per barrier. */
 #define MAX_ITERS 50000
@@ -52,22 +53,8 @@ struct report {
 	uint64_t timeouts;
 };
 
-static ibmc_bootstrap_t bs;
-static const char *prog = "barrier_check";
-
-static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2),
-						     noreturn));
-static void die(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "%s: rank %d: ", prog, bs.rank);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(2);
-}
+ibmc_bootstrap_t bs;
+const char *prog = "barrier_check";
 
 static int64_t now_ns(void)
 {

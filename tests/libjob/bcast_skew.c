@@ -19,6 +19,7 @@
 #include <time.h>
 
 #include "ibmcast/ibmcast.h"
+#include "tests/libjob/check_util.h"
 
 #define MAX_SIZES 16
 #define MAX_SKEWS 16
@@ -50,30 +51,8 @@ struct point {
 	uint32_t retransmits, repairs, timeouts, pulls;
 };
 
-static ibmc_bootstrap_t bs;
-static const char *prog = "bcast_skew";
-
-static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2),
-						     noreturn));
-static void die(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "%s: rank %d: ", prog, bs.rank);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(2);
-}
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
+ibmc_bootstrap_t bs;
+const char *prog = "bcast_skew";
 
 /*
  * Sleeps until the absolute monotonic time t. The paper's ranks compute
@@ -116,29 +95,6 @@ static double rng_uniform(void)
 	rng_state ^= rng_state >> 27;
 	return (double)((rng_state * 0x2545f4914f6cdd1dull) >> 11) *
 	       (1.0 / 9007199254740992.0);
-}
-
-/* "4096", "4K", "1M" (binary units). */
-static int parse_size(const char *s, size_t *out)
-{
-	unsigned long long v;
-	char *end;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s)
-		return -1;
-	if (*end == 'K' || *end == 'k') {
-		v <<= 10;
-		end++;
-	} else if (*end == 'M' || *end == 'm') {
-		v <<= 20;
-		end++;
-	}
-	if (*end || v > UINT32_MAX)
-		return -1;
-	*out = (size_t)v;
-	return 0;
 }
 
 static int parse_double(const char *s, double *out)

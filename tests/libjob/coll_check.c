@@ -25,6 +25,7 @@
 #include <time.h>
 
 #include "ibmcast/ibmcast.h"
+#include "tests/libjob/check_util.h"
 
 #define MAX_SIZES 64
 #define MAX_COMMS 16
@@ -81,53 +82,8 @@ struct job {
 	ibmc_comm_stats_t st;
 };
 
-static ibmc_bootstrap_t bs;
-static const char *prog = "coll_check";
-
-static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2),
-						     noreturn));
-static void die(const char *fmt, ...)
-{
-	va_list ap;
-
-	fprintf(stderr, "%s: rank %d: ", prog, bs.rank);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	exit(2);
-}
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-/* "4096", "4K", "1M" (binary units). */
-static int parse_size(const char *s, size_t *out)
-{
-	unsigned long long v;
-	char *end;
-
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || end == s)
-		return -1;
-	if (*end == 'K' || *end == 'k') {
-		v <<= 10;
-		end++;
-	} else if (*end == 'M' || *end == 'm') {
-		v <<= 20;
-		end++;
-	}
-	if (*end || v > UINT32_MAX)
-		return -1;
-	*out = (size_t)v;
-	return 0;
-}
+ibmc_bootstrap_t bs;
+const char *prog = "coll_check";
 
 static void usage(FILE *f)
 {
