@@ -67,7 +67,13 @@ victim_port() {
 # sets MGID MLID QKEY.
 ready_job() {
 	local w
-	"$CTL" reserve "$1" --nodes "$NODES" --groups 1 > /dev/null 2>&1
+	# Reserve is idempotent: retried (bounded) while a fabric that just
+	# came up still resolves the node names (a slow sanitizer build).
+	if ! wait_until 30 "$CTL" reserve "$1" --nodes "$NODES" --groups 1 \
+		> /dev/null 2>&1; then
+		diag "reserve $1: $("$CTL" reserve "$1" --nodes "$NODES" --groups 1 2>&1)"
+		return 1
+	fi
 	w=$("$CTL" --json wait "$1" --timeout-ms 30000 2>&1)
 	read -r MGID MLID QKEY <<< "$(jq -r '.job.groups[0] |
 		"\(.mgid) \(.mlid) \(.qkey)"' <<< "$w" 2> /dev/null)"
