@@ -6,12 +6,12 @@
  * "mcast" is one reliable multicast broadcast per rank (the broadcast
  * engine with early return, P of them in flight at once): every block
  * crosses each link of the group's tree once, where the ring carries it
- * over P - 1 paths. Auto multicasts when the communicator may (the same
- * answer on every member: no per-root health here, which members could
- * disagree on), from 4 ranks on; else recursive doubling on 2^k ranks and
- * the ring on others. A non-blocking allgather never multicasts (its P
- * broadcasts would need a compound request): it uses the point-to-point
- * choice.
+ * over P - 1 paths. Auto does not choose it yet: P broadcasts at once
+ * overload the simulated fabric's one-thread data plane (4-80x slower than
+ * recursive doubling there, and at 32 ranks back to back some member
+ * stalls past the timeout), so auto takes recursive doubling on 2^k ranks
+ * and the ring on others. A non-blocking allgather never multicasts (its
+ * P broadcasts would need a compound request).
  */
 #include "config.h"
 
@@ -58,8 +58,6 @@ static int choose(const struct ibmc_comm *c, int blocking)
 		return IBMC__AG_RING;
 	if (a == IBMC__AG_RD)
 		return pow2(c->size) ? IBMC__AG_RD : IBMC__AG_RING;
-	if (!a && blocking && mc && c->size >= 4)
-		return IBMC__AG_MCAST;
 	return pow2(c->size) ? IBMC__AG_RD : IBMC__AG_RING;
 }
 
