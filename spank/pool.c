@@ -189,6 +189,24 @@ static void pause_ms(int ms)
 	nanosleep(&ts, NULL);
 }
 
+/* What the SM says one of the job's groups is still waiting for ("switch
+ * LID 3 did not answer the MFT read"), or NULL: the reason a timed-out
+ * wait hands the tasks. */
+static const char *first_pending(const json_t *job)
+{
+	const json_t *g;
+	size_t i;
+
+	json_array_foreach(json_object_get(job, "groups"), i, g) {
+		const char *why = json_string_value(
+			json_object_get(g, "pending"));
+
+		if (why && *why)
+			return why;
+	}
+	return NULL;
+}
+
 /* Judge a wait reply's job object. Returns 1 when final (p filled). */
 static int judge(const json_t *job, const char *nodes, bool timed_out,
 		 uint32_t id, struct spank_pool *p)
@@ -227,9 +245,12 @@ static int judge(const json_t *job, const char *nodes, bool timed_out,
 		return 1;
 	}
 	if (timed_out) {
+		reason = first_pending(job);
 		p->state = SPANK_POOL_TIMEOUT;
 		set_reason(p, "reservation %u still "
-			 "%s when the wait timed out", id, state ? state : "?");
+			 "%s when the wait timed out%s%s", id,
+			 state ? state : "?", reason ? ": " : "",
+			 reason ? reason : "");
 		return 1;
 	}
 	return 0;

@@ -4,9 +4,10 @@
 # starts, reused by every step (same id and groups), released at job end.
 # Then the same job cancelled in the middle of a step, and a job-wide job
 # whose task crashes: their pools are released all the same, as is a
-# step-only pool whose step is cancelled. Every "released" check first saw
-# the pool reserved on the control server (pool_is), and every task names
-# the pool it was given (IBMCAST_JOB).
+# step-only pool whose step is cancelled. Last, salloc --ibmcast: its
+# steps share one pool, released when the allocation ends. Every
+# "released" check first saw the pool reserved on the control server
+# (pool_is), and every task names the pool it was given (IBMCAST_JOB).
 
 # shellcheck disable=SC1091
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
@@ -16,7 +17,7 @@ slurm_need
 fabric_need
 need_file "$top_builddir/tools/ibmcastctl" tools/ibmcastctl
 
-plan 18
+plan 23
 
 sim_up --hosts 8 || bail_out "the fabric did not come up"
 . "$SIM_DIR/env"
@@ -110,3 +111,29 @@ is "$(cat "$tmp"/d/env.* | grep -c '^IBMCAST_STATE=ready$')/$(
 	jobs_in "$tmp/d" "$sid")" 2/2 \
 	"both tasks had the step pool $sid, ready, before the crash"
 ok $rc "step pool $sid is released all the same" || diag "$(pool_json "$sid")"
+
+diag "salloc --ibmcast=3 -N2: two steps share the allocation's pool"
+mkdir -p "$tmp/e/s1" "$tmp/e/s2" && touch "$tmp/e/s2/hold"
+slurm_cmd salloc --ibmcast=3 -N2 sh -c \
+	"srun -N2 -n2 '$TASK' '$tmp/e/s1' && srun -N2 -n2 '$TASK' '$tmp/e/s2'" \
+	> "$tmp/e/out" 2>&1 < /dev/null &
+spid=$!
+at_exit "kill $spid 2> /dev/null"
+wait_until 90 eval "[ \$(ls '$tmp'/e/s2/env.* 2> /dev/null | wc -l) -ge 2 ]"
+j=$(sed -n 's/^STEP=\([0-9]*\)\..*/\1/p' "$tmp/e/s1/env.0" 2> /dev/null)
+wait_until 10 pool_is "${j:-0}" ready
+ok $? "salloc job ${j:-?}'s pool is ready while its second step runs" ||
+	diag "$(cat "$tmp/e/out")" "$(pool_json "${j:-0}")" "$(slurm_logs)"
+is "$(jobs_in "$tmp/e/s1" "$j")/$(jobs_in "$tmp/e/s2" "$j")/$(
+	cat "$tmp"/e/s*/env.* | grep -c '^IBMCAST_STATE=ready$')" 2/2/4 \
+	"every task of both steps has IBMCAST_JOB=$j, ready"
+is "$(sed -n 's/^IBMCAST_GROUPS=//p' "$tmp"/e/s*/env.* | sort -u | wc -l)/$(
+	sed -n 's/^IBMCAST_NGROUPS=//p' "$tmp"/e/s*/env.* | sort -u)" "1/3" \
+	"one set of 3 groups, the same in both steps"
+rm -f "$tmp/e/s2/hold"
+wait_until 60 eval "! kill -0 $spid 2> /dev/null"
+wait "$spid"
+is "$?" 0 "salloc ends with its command" || diag "$(cat "$tmp/e/out")"
+wait_until 30 pool_gone "$j"
+ok $? "salloc job $j's pool is released when the allocation ends" ||
+	diag "$(pool_json "$j")" "$(slurm_logs)"
