@@ -38,6 +38,7 @@ TESTS += \
 	tests/integration/slurm_step_pool.sh \
 	tests/integration/slurm_job_pool.sh \
 	tests/integration/slurm_sm_down.sh \
+	tests/integration/slurm_wait_bound.sh \
 	tests/integration/slurm_gc.sh \
 	tests/integration/slurm_lease_renew.sh
 endif

@@ -288,6 +288,25 @@ fabric_topology() {
 		}'
 }
 
+# fabric_smp_errors SWLID RATE [ATTR]: ibsim (the fabric of $SIM_DIR)
+# drops RATE % of the SMPs of attribute ATTR (default 0x1b,
+# MulticastForwardingTable) to and from switch SWLID: at 100 the switch
+# stops answering them, at 0 it answers again.
+fabric_smp_errors() {
+	local desc
+	desc=$(fabric_topology "$SIM_DIR" |
+		awk -v l="$1" '$1 == l && $2 == "desc" { print $3; exit }')
+	[ -n "$desc" ] || { diag "fabric_smp_errors: no switch LID $1"; return 1; }
+	"$IBMCAST_SIM" console --dir "$SIM_DIR" -- Error "\"S-$desc\"" "$2" \
+		"${3:-0x1b}"
+}
+
+# fabric_leaf_of NODE: the LID of the switch NODE's HCA hangs off.
+fabric_leaf_of() {
+	fabric_topology "$SIM_DIR" |
+		awk -v n="$1" '$3 == "H" && $4 == n { print $1; exit }'
+}
+
 # fabric_mft_rows DIR TOPOFILE: "MLID SWLID PORT" for every port set in any
 # switch's MFT, as ibroute -M reads it (switches from fabric_topology).
 fabric_mft_rows() {
