@@ -83,11 +83,12 @@ static void place_own(ibmc_comm_t *c, const void *sendbuf, void *recvbuf,
 static int mcast_allgather(ibmc_comm_t *c, void *recvbuf, size_t blocklen)
 {
 	struct ibmc_request *req = calloc((size_t)c->size, sizeof(*req));
-	uint64_t bcasts = c->st.bcasts, mbcasts = c->st.mcast_bcasts;
-	int last = c->last_algo[IBMC__C_BCAST], r, rc = 0, rc2;
+	struct ibmc__inner_mark mark;
+	int r, rc = 0, rc2;
 
 	if (!req)
 		return -ENOMEM;
+	ibmc__inner_begin(c, &mark);
 	for (r = 0; r < c->size; r++) {
 		rc = ibmc__bcast_start(c, (unsigned char *)recvbuf +
 				       (size_t)r * blocklen, blocklen, r,
@@ -102,10 +103,7 @@ static int mcast_allgather(ibmc_comm_t *c, void *recvbuf, size_t blocklen)
 			rc = rc2;
 	}
 	free(req);
-	/* Those broadcasts are this allgather, not the caller's. */
-	c->st.bcasts = bcasts;
-	c->st.mcast_bcasts = mbcasts;
-	c->last_algo[IBMC__C_BCAST] = last;
+	ibmc__inner_end(c, &mark, false);
 	if (!rc)
 		c->st.allgathers++;
 	c->last_algo[IBMC__C_ALLGATHER] = IBMC__AG_MCAST;

@@ -106,23 +106,21 @@ static int mcast_allreduce(ibmc_comm_t *c, struct ibmc__ar_args *a)
 	struct ibmc_request req = { 0 };
 	size_t len = a->count * ibmc__dtype_size(a->dtype);
 	void *buf = a->buf;
-	uint64_t bcasts = c->st.bcasts, mbcasts = c->st.mcast_bcasts;
-	int last = c->last_algo[IBMC__C_BCAST], rc;
+	struct ibmc__inner_mark mark;
+	int rc;
 
+	ibmc__inner_begin(c, &mark);
 	rc = start(c, &ibmc__allreduce_tree_ops, a, IBMC__AR_MCAST, &req);
 	if (!rc)
 		rc = ibmc__wait(&req);
 	if (rc)
-		return rc;
+		goto out;
 	memset(&req, 0, sizeof(req));
 	rc = ibmc__bcast_start(c, buf, len, 0, &req);
 	if (!rc)
 		rc = ibmc__wait(&req);
-	/* The result's broadcast is part of this allreduce, not the
-	 * caller's broadcast. */
-	c->st.bcasts = bcasts;
-	c->st.mcast_bcasts = mbcasts;
-	c->last_algo[IBMC__C_BCAST] = last;
+out:
+	ibmc__inner_end(c, &mark, false);
 	if (!rc)
 		c->st.allreduces++;
 	c->last_algo[IBMC__C_ALLREDUCE] = IBMC__AR_MCAST;

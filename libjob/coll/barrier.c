@@ -185,15 +185,14 @@ static int trial(struct ibmc_comm *c, int algo, int n, int64_t *median)
  */
 static int measure(struct ibmc_comm *c)
 {
-	ibmc_comm_stats_t saved = c->st;
-	int saved_last[IBMC__C_COUNT];
+	struct ibmc__inner_mark mark;
 	int64_t best = 0, m;
 	int n, nmax = clamp_n(c, IBMC__NWAY_MAX), rc = 0;
 	int best_algo = IBMC__BA_NWAY, best_n = 1;
 	uint32_t choice;
 	struct ibmc_request req = { 0 };
 
-	memcpy(saved_last, c->last_algo, sizeof(saved_last));
+	ibmc__inner_begin(c, &mark);
 	for (n = 1; !rc && n <= nmax; n++) {
 		rc = trial(c, IBMC__BA_NWAY, n, &m);
 		if (!rc && (n == 1 || m < best * GAIN)) {
@@ -224,8 +223,7 @@ static int measure(struct ibmc_comm *c)
 		c->bar_algo = IBMC__BA_NWAY;
 	cache_add(c);
 out:
-	c->st = saved;
-	memcpy(c->last_algo, saved_last, sizeof(saved_last));
+	ibmc__inner_end(c, &mark, true);
 	return rc;
 }
 

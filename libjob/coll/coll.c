@@ -145,3 +145,23 @@ const char *ibmc_comm_last_bcast_algo(const ibmc_comm_t *c)
 {
 	return ibmc_comm_last_algo(c, "bcast");
 }
+
+void ibmc__inner_begin(const struct ibmc_comm *c, struct ibmc__inner_mark *m)
+{
+	m->st = c->st;
+	memcpy(m->last_algo, c->last_algo, sizeof(m->last_algo));
+	memcpy(m->last_param, c->last_param, sizeof(m->last_param));
+}
+
+void ibmc__inner_end(struct ibmc_comm *c, const struct ibmc__inner_mark *m,
+		     bool every)
+{
+	if (every) {
+		c->st = m->st;
+	} else {
+		c->st.bcasts = m->st.bcasts;
+		c->st.mcast_bcasts = m->st.mcast_bcasts;
+	}
+	memcpy(c->last_algo, m->last_algo, sizeof(c->last_algo));
+	memcpy(c->last_param, m->last_param, sizeof(c->last_param));
+}

@@ -9,8 +9,10 @@
 #ifndef IBMCAST_LIBJOB_COLL_COLL_H
 #define IBMCAST_LIBJOB_COLL_COLL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
+#include "ibmcast/ibmcast.h"
 #include "libjob/task.h"
 #include "libjob/wire.h"
 
@@ -59,5 +61,22 @@ int ibmc__barrier_measure_now(struct ibmc_comm *comm);
  * for collectives built on it. 0 or -errno. */
 int ibmc__bcast_start(struct ibmc_comm *comm, void *buf, size_t len,
 		      int root, struct ibmc_request *req);
+
+/* A collective that runs others inside itself (the allgather's P
+ * broadcasts, the barrier's measurement trials) takes a mark before and
+ * gives it back after: what it ran is its own, not the caller's calls. */
+struct ibmc__inner_mark {
+	ibmc_comm_stats_t st;
+	int last_algo[IBMC__C_COUNT];
+	int last_param[IBMC__C_COUNT];
+};
+
+void ibmc__inner_begin(const struct ibmc_comm *comm,
+		       struct ibmc__inner_mark *m);
+/* every: restore every counter (work the caller never asked for, such as
+ * a measurement); else only the count of broadcasts, keeping what they
+ * moved and repaired. The last algorithms are restored either way. */
+void ibmc__inner_end(struct ibmc_comm *comm,
+		     const struct ibmc__inner_mark *m, bool every);
 
 #endif
