@@ -27,6 +27,11 @@ tests_mpi_allreduce_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
 tests_mpi_allreduce_mpi_LDADD = $(MPI_LIBS) -lm
 if BUILD_OSM_PLUGIN
 TESTS += tests/integration/mpi_shim.sh
+if BUILD_SPANK
+if BUILD_OMPI_COLL
+TESTS += tests/integration/slurm_mpi_launch.sh
+endif
+endif
 endif
 # The MPI library's own MPI_Barrier, timed like barrier_check --timing;
 # tests/bench/barrier.sh sets it beside libibmcast's barriers.
