@@ -23,6 +23,7 @@
 
 #include "ibmcast/ibmcast.h"
 #include "libjob/mpi_map.h"
+#include "libjob/mpi_shim_abi.h"
 
 #define SHIM "ibmcast_mpi"
 
@@ -324,7 +325,7 @@ static void shim_start(void)
 		     IBMC_VERSION_STRING, bs.size);
 }
 
-int MPI_Init(int *argc, char ***argv)
+static int shim_Init(int *argc, char ***argv)
 {
 	int rc = PMPI_Init(argc, argv);
 
@@ -332,8 +333,10 @@ int MPI_Init(int *argc, char ***argv)
 		shim_start();
 	return rc;
 }
+IBMC_SHIM_ENTRY(MPI_Init, shim_Init)
 
-int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
+static int shim_Init_thread(int *argc, char ***argv, int required,
+			    int *provided)
 {
 	int rc = PMPI_Init_thread(argc, argv, required, provided);
 
@@ -341,8 +344,9 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 		shim_start();
 	return rc;
 }
+IBMC_SHIM_ENTRY(MPI_Init_thread, shim_Init_thread)
 
-int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
+static int shim_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
 {
 	int rc = PMPI_Comm_dup(comm, newcomm);
 
@@ -350,8 +354,10 @@ int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
 		map_comm(*newcomm);
 	return rc;
 }
+IBMC_SHIM_ENTRY(MPI_Comm_dup, shim_Comm_dup)
 
-int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm)
+static int shim_Comm_dup_with_info(MPI_Comm comm, MPI_Info info,
+				   MPI_Comm *newcomm)
 {
 	int rc = PMPI_Comm_dup_with_info(comm, info, newcomm);
 
@@ -359,8 +365,9 @@ int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm)
 		map_comm(*newcomm);
 	return rc;
 }
+IBMC_SHIM_ENTRY(MPI_Comm_dup_with_info, shim_Comm_dup_with_info)
 
-int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
+static int shim_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
 {
 	int rc = PMPI_Comm_split(comm, color, key, newcomm);
 
@@ -368,9 +375,10 @@ int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
 		map_comm(*newcomm);
 	return rc;
 }
+IBMC_SHIM_ENTRY(MPI_Comm_split, shim_Comm_split)
 
-int MPI_Comm_split_type(MPI_Comm comm, int type, int key, MPI_Info info,
-			MPI_Comm *newcomm)
+static int shim_Comm_split_type(MPI_Comm comm, int type, int key,
+				MPI_Info info, MPI_Comm *newcomm)
 {
 	int rc = PMPI_Comm_split_type(comm, type, key, info, newcomm);
 
@@ -378,8 +386,9 @@ int MPI_Comm_split_type(MPI_Comm comm, int type, int key, MPI_Info info,
 		map_comm(*newcomm);
 	return rc;
 }
+IBMC_SHIM_ENTRY(MPI_Comm_split_type, shim_Comm_split_type)
 
-int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
+static int shim_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
 {
 	int rc = PMPI_Comm_create(comm, group, newcomm);
 
@@ -387,9 +396,10 @@ int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
 		map_comm(*newcomm);
 	return rc;
 }
+IBMC_SHIM_ENTRY(MPI_Comm_create, shim_Comm_create)
 
-int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag,
-			  MPI_Comm *newcomm)
+static int shim_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag,
+				  MPI_Comm *newcomm)
 {
 	int rc = PMPI_Comm_create_group(comm, group, tag, newcomm);
 
@@ -397,6 +407,7 @@ int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag,
 		map_comm(*newcomm);
 	return rc;
 }
+IBMC_SHIM_ENTRY(MPI_Comm_create_group, shim_Comm_create_group)
 
 /* (MPI_Comm_free needs no wrapper: the attribute's delete callback frees
  * the ibmc communicator when MPI frees the communicator.) */
@@ -448,8 +459,8 @@ static void bcast_failed(MPI_Comm comm, int rank, int root, size_t len,
  * equal on all members, so they all decide alike. Bcasts past 2 GiB go to
  * PMPI_Bcast, again alike on all members.
  */
-int MPI_Bcast(void *buf, int count, MPI_Datatype type, int root,
-	      MPI_Comm comm)
+static int shim_Bcast(void *buf, int count, MPI_Datatype type, int root,
+		      MPI_Comm comm)
 {
 	ibmc_comm_t *ic = comm_of(comm);
 	MPI_Aint lb = 0;
@@ -505,6 +516,7 @@ pass:
 	}
 	return PMPI_Bcast(buf, count, type, root, comm);
 }
+IBMC_SHIM_ENTRY(MPI_Bcast, shim_Bcast)
 
 /*
  * A barrier that failed on this rank may have released the others, so
@@ -526,7 +538,7 @@ static void barrier_failed(MPI_Comm comm, int n, int rc)
  * Intercommunicators are never mapped and go to PMPI_Barrier, whose
  * two-group semantics ibmc_barrier does not have.
  */
-int MPI_Barrier(MPI_Comm comm)
+static int shim_Barrier(MPI_Comm comm)
 {
 	ibmc_comm_t *ic = comm_of(comm);
 	const char *algo;
@@ -561,6 +573,7 @@ pass:
 	}
 	return PMPI_Barrier(comm);
 }
+IBMC_SHIM_ENTRY(MPI_Barrier, shim_Barrier)
 
 /* A call of coll over libibmcast, by the algorithm it used. */
 static void count_coll(struct ctally *t, ibmc_comm_t *ic, const char *coll,
@@ -625,9 +638,9 @@ static int convert(int dir, void *buf, int count, MPI_Datatype type,
  * A send size unlike the receive size is an erroneous program: MPI's own
  * allgather reports it.
  */
-int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-		  void *recvbuf, int recvcount, MPI_Datatype recvtype,
-		  MPI_Comm comm)
+static int shim_Allgather(const void *sendbuf, int sendcount,
+			  MPI_Datatype sendtype, void *recvbuf, int recvcount,
+			  MPI_Datatype recvtype, MPI_Comm comm)
 {
 	ibmc_comm_t *ic = comm_of(comm);
 	int inplace = sendbuf == MPI_IN_PLACE, n, me, ssize, rsize, rc;
@@ -717,6 +730,7 @@ pass:
 	return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount,
 			      recvtype, comm);
 }
+IBMC_SHIM_ENTRY(MPI_Allgather, shim_Allgather)
 
 /* MPI's predefined operations and libibmcast's; -1: user-defined. */
 static int map_op(MPI_Op op)
@@ -769,8 +783,8 @@ static int map_dtype(MPI_Datatype type, size_t *esize, int *bitwise_only)
  * MPI_IN_PLACE on all or none: every reason to pass through below is the
  * same on every member, so all take libibmcast's path or all MPI's.
  */
-int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count,
-		  MPI_Datatype type, MPI_Op op, MPI_Comm comm)
+static int shim_Allreduce(const void *sendbuf, void *recvbuf, int count,
+			  MPI_Datatype type, MPI_Op op, MPI_Comm comm)
 {
 	ibmc_comm_t *ic = comm_of(comm);
 	int iop, dt, bitwise_only = 0, rc, n;
@@ -819,6 +833,7 @@ pass:
 	count_pass(&S.t.ar, "MPI_Allreduce", why);
 	return PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm);
 }
+IBMC_SHIM_ENTRY(MPI_Allreduce, shim_Allreduce)
 
 /*
  * MPI_Ibcast and MPI_Ibarrier are not wrapped. Their MPI_Request would have
@@ -874,7 +889,7 @@ static void summary(void)
 	csummary("MPI_Allreduce", &S.t.ar, "allreduces", s->allreduces);
 }
 
-int MPI_Finalize(void)
+static int shim_Finalize(void)
 {
 	if (S.on) {
 		/* Communicators the program did not free (world's at
@@ -896,3 +911,4 @@ int MPI_Finalize(void)
 		PMPI_Group_free(&S.world);
 	return PMPI_Finalize();
 }
+IBMC_SHIM_ENTRY(MPI_Finalize, shim_Finalize)

@@ -52,9 +52,13 @@ need_file "$PROG" "tests/mpi/bcast_mpi"
 need_file "$BPROG" "tests/mpi/barrier_mpi"
 need_file "$ARPROG" "tests/mpi/allreduce_mpi"
 need_file "$AGPROG" "tests/mpi/allgather_mpi"
+# Open MPI's build of the shim, when configure made one (the reverse of
+# ompi_coll.sh's mismatch case).
+OSHIM=$top_builddir/libjob/.libs/libibmcast_ompi.so
+need_file "$OSHIM" "libjob/libibmcast_ompi.so (configure --with-openmpi-shim)"
 need_file "$IBMCASTCTL" "tools/ibmcastctl"
 
-plan 49
+plan 52
 
 # Under the sanitizer build: MPICH (UCX) leaks from modules it unloads
 # before exit, which LeakSanitizer cannot name to suppress (a plain
@@ -345,3 +349,17 @@ abort=$(cat "$tmp"/barrier-stall.err.* |
 	grep -m1 '^ibmcast_mpi: rank [0-9]*: MPI_Barrier on 4 ranks over ibmcast failed: .*; aborting')
 ok "$([ -n "$abort" ]; echo $?)" "the shim said which barrier failed and why"
 diag "${abort:-$(cat "$tmp"/barrier-stall.out "$tmp"/barrier-stall.err.* | tail -n 20)}"
+
+# --- a shim built for the other MPI steps aside -----------------------------
+# Open MPI's build of the shim preloaded into this MPICH program: its entry
+# points bind to MPICH's own functions (mpi_shim_abi.h), one line says so.
+# (ompi_coll.sh does the reverse.)
+dp_ctl reset > /dev/null
+rc=0
+mpirun "$tmp/mismatch.out" LD_PRELOAD="$OSHIM" IBMCAST_MPI_VERBOSE=1 || rc=$?
+is "$rc/$(grep -c '^ibmcast_mpi: this shim is built for Open MPI, but the program runs on another MPI (.*libmpich\.so.*): stepping aside' "$tmp/mismatch.out")" \
+	"0/1" "Open MPI's shim in an MPICH program: mpiexec exits 0, one line says it steps aside" ||
+	diag "$(grep -v ' ok$' "$tmp/mismatch.out" | tail -n 20)"
+ok "$(verified "$tmp/mismatch.out"; echo $?)" \
+	"  every rank verified every broadcast, by MPICH's own"
+is "$(dp_total_link_bytes)/$(rx_minus_tx)" "0/0" "  no traffic on the fabric at all"

@@ -44,9 +44,13 @@ need_file "$RPROG" "tests/mpi/barrier_ompi"
 need_file "$CPROG" "tests/mpi/comms_ompi"
 need_file "$ARPROG" "tests/mpi/allreduce_ompi"
 need_file "$AGPROG" "tests/mpi/allgather_ompi"
+OSHIM=$top_builddir/libjob/.libs/libibmcast_ompi.so
+MSHIM=$top_builddir/libjob/.libs/libibmcast_mpi.so
+need_file "$OSHIM" "libjob/libibmcast_ompi.so (configure --with-openmpi-shim)"
+need_file "$MSHIM" "libjob/libibmcast_mpi.so (configure --with-mpi, for MPICH)"
 need_file "$IBMCASTCTL" "tools/ibmcastctl"
 
-plan 43
+plan 49
 
 # Under the sanitizer build: Open MPI leaks from its own components at
 # MPI_Finalize, which LeakSanitizer cannot name to suppress; the ranks keep
@@ -327,3 +331,36 @@ is "$rc/$(grep -c '^coll_ibmcast' "$tmp/none.out")" "0/0" \
 	"no IBMCAST_STATE: mpirun exits 0, the component says nothing"
 ok "$(bverified "$tmp/none.out"; echo $?)" \
 	"no IBMCAST_STATE: every rank verified every broadcast"
+
+# --- the PMPI shim built for Open MPI, instead of the component -------------
+# libibmcast_ompi: the same shim as MPICH's, against Open MPI's mpi.h, for
+# a site that does not want the component (turned off here by --mca coll).
+dp_ctl reset > /dev/null
+rc=0
+MPIRUN_OPTS="--mca coll ^ibmcast" ompirun "$tmp/oshim.out" "$BPROG" -- \
+	LD_PRELOAD="$OSHIM" IBMCAST_MPI_VERBOSE=1 || rc=$?
+is "$rc/$(grep -c '^coll_ibmcast' "$tmp/oshim.out")" "0/0" \
+	"libibmcast_ompi preloaded, the component off: mpirun exits 0, the component says nothing"
+ok "$(bverified "$tmp/oshim.out"; echo $?)" \
+	"libibmcast_ompi: every rank verified every broadcast"
+s=$(grep '^ibmcast_mpi: rank 0: .* MPI_Bcast over ' "$tmp/oshim.out")
+diag "$s"
+ok "$([ "$(sed -n 's/.* over ibmcast (mcast \([0-9]*\),.*/\1/p' <<< "$s")" -gt 100 ] &&
+      grep -q '), 0 passed to MPI;' <<< "$s" && [ "$(rx_minus_tx)" -gt 1000 ]; echo $?)" \
+	"libibmcast_ompi: the shim took every broadcast, over multicast (its summary, the data plane's counters)"
+[ "$rc" = 0 ] || diag "$(grep -v ' ok$' "$tmp/oshim.out" | tail -n 20)"
+
+# --- a shim built for the other MPI steps aside -------------------------------
+# MPICH's shim preloaded into this Open MPI program: its entry points bind
+# to Open MPI's own functions (mpi_shim_abi.h); one line says so. It used
+# to crash in MPI_Init.
+dp_ctl reset > /dev/null
+rc=0
+MPIRUN_OPTS="--mca coll ^ibmcast" ompirun "$tmp/mismatch.out" "$BPROG" -- \
+	LD_PRELOAD="$MSHIM" IBMCAST_MPI_VERBOSE=1 || rc=$?
+is "$rc/$(grep -c '^ibmcast_mpi: this shim is built for MPICH, but the program runs on another MPI (.*libmpi\.so.*): stepping aside' "$tmp/mismatch.out")" \
+	"0/1" "MPICH's shim in an Open MPI program: mpirun exits 0, one line says it steps aside" ||
+	diag "$(grep -v ' ok$' "$tmp/mismatch.out" | tail -n 20)"
+ok "$(bverified "$tmp/mismatch.out"; echo $?)" \
+	"  every rank verified every broadcast, by Open MPI's own"
+is "$(dp_total_link_bytes)/$(rx_minus_tx)" "0/0" "  no traffic on the fabric at all"
