@@ -274,6 +274,21 @@ static ibmc_comm_t *comm_of(MPI_Comm comm)
 	return val;
 }
 
+/*
+ * While a mapped collective waits for other ranks, MPI's own progress
+ * engine must keep moving what the program left pending (an MPI_Isend the
+ * rank it waits for is blocked receiving): a probe on the shim's own
+ * communicator, which nobody sends on, moves it and matches nothing.
+ */
+static void mpi_progress(void *arg)
+{
+	int flag;
+
+	(void)arg;
+	PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, S.boot, &flag,
+		    MPI_STATUS_IGNORE);
+}
+
 /* After PMPI_Init*: the context, or a plain MPI program with one line
  * saying why. */
 static void shim_start(void)
@@ -319,6 +334,7 @@ static void shim_start(void)
 		return;
 	}
 	S.on = 1;
+	ibmc_set_wait_hook(S.ctx, mpi_progress, NULL);
 	map_comm(MPI_COMM_WORLD);
 	if (S.verbose)
 		say0("libibmcast %s up on %d ranks; MPI_Bcast, MPI_Barrier, MPI_Allgather and MPI_Allreduce go over ibmcast",

@@ -35,6 +35,10 @@ tests_mpi_allgather_ompi_LDADD = $(OMPI_MPI_LIBS)
 tests_mpi_allreduce_ompi_SOURCES = tests/mpi/allreduce_mpi.c
 tests_mpi_allreduce_ompi_CPPFLAGS = $(AM_CPPFLAGS) $(OMPI_MPI_CFLAGS)
 tests_mpi_allreduce_ompi_LDADD = $(OMPI_MPI_LIBS) -lm
+check_PROGRAMS += tests/mpi/progress_ompi
+tests_mpi_progress_ompi_SOURCES = tests/mpi/progress_mpi.c
+tests_mpi_progress_ompi_CPPFLAGS = $(AM_CPPFLAGS) $(OMPI_MPI_CFLAGS)
+tests_mpi_progress_ompi_LDADD = $(OMPI_MPI_LIBS)
 # (the Fortran program is built by ompi_coll.sh when mpifort.openmpi exists)
 EXTRA_DIST += tests/mpi/bcast_f.f90
 if BUILD_OSM_PLUGIN

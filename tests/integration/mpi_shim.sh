@@ -52,13 +52,15 @@ need_file "$PROG" "tests/mpi/bcast_mpi"
 need_file "$BPROG" "tests/mpi/barrier_mpi"
 need_file "$ARPROG" "tests/mpi/allreduce_mpi"
 need_file "$AGPROG" "tests/mpi/allgather_mpi"
+PPROG=$top_builddir/tests/mpi/progress_mpi
+need_file "$PPROG" "tests/mpi/progress_mpi"
 # Open MPI's build of the shim, when configure made one (the reverse of
 # ompi_coll.sh's mismatch case).
 OSHIM=$top_builddir/libjob/.libs/libibmcast_ompi.so
 need_file "$OSHIM" "libjob/libibmcast_ompi.so (configure --with-openmpi-shim)"
 need_file "$IBMCASTCTL" "tools/ibmcastctl"
 
-plan 52
+plan 54
 
 # Under the sanitizer build: MPICH (UCX) leaks from modules it unloads
 # before exit, which LeakSanitizer cannot name to suppress (a plain
@@ -363,3 +365,24 @@ is "$rc/$(grep -c '^ibmcast_mpi: this shim is built for Open MPI, but the progra
 ok "$(verified "$tmp/mismatch.out"; echo $?)" \
 	"  every rank verified every broadcast, by MPICH's own"
 is "$(dp_total_link_bytes)/$(rx_minus_tx)" "0/0" "  no traffic on the fabric at all"
+
+# --- MPI's progress rule inside a mapped collective -------------------------
+# Rank 0 leaves an 8 MiB MPI_Isend to rank 1 pending and enters each
+# collective; rank 1 receives it first. The shim keeps MPICH's progress
+# engine moving while libibmcast waits (ibmc_set_wait_hook(3)); without
+# that, rank 0 waited for rank 1 until IBMCAST_BCAST_TIMEOUT_MS and the
+# job was aborted.
+dp_ctl reset > /dev/null
+rc=0
+RUN_PROG=$PPROG mpirun "$tmp/progress.out" LD_PRELOAD="$SHIM" \
+	IBMCAST_MPI_VERBOSE=1 IBMCAST_BCAST_TIMEOUT_MS=20000 || rc=$?
+is "$rc/$(grep -cE '^progress_mpi: rank [0-9]+: 12 rounds, 0 errors$' "$tmp/progress.out")" \
+	"0/$NRANKS" "progress_mpi: an MPI_Isend pending across each collective completes, every result right" ||
+	diag "$(grep -v ' ok$' "$tmp/progress.out" | tail -n 20)"
+like "$(grep -c -e ': 3 MPI_Barrier over ibmcast .*, 0 passed to MPI' \
+	-e ': 3 MPI_Bcast over ibmcast .*, 0 passed to MPI' \
+	-e ': 3 MPI_Allreduce over ibmcast .*, 0 passed to MPI' \
+	-e ': 3 MPI_Allgather over ibmcast .*, 0 passed to MPI' "$tmp/progress.out")" '^4$' \
+	"  each of the four collectives went over ibmcast, none passed to MPICH" ||
+	diag "$(grep '^ibmcast_mpi: rank 0' "$tmp/progress.out")"
+

@@ -44,13 +44,15 @@ need_file "$RPROG" "tests/mpi/barrier_ompi"
 need_file "$CPROG" "tests/mpi/comms_ompi"
 need_file "$ARPROG" "tests/mpi/allreduce_ompi"
 need_file "$AGPROG" "tests/mpi/allgather_ompi"
+PPROG=$top_builddir/tests/mpi/progress_ompi
+need_file "$PPROG" "tests/mpi/progress_ompi"
 OSHIM=$top_builddir/libjob/.libs/libibmcast_ompi.so
 MSHIM=$top_builddir/libjob/.libs/libibmcast_mpi.so
 need_file "$OSHIM" "libjob/libibmcast_ompi.so (configure --with-openmpi-shim)"
 need_file "$MSHIM" "libjob/libibmcast_mpi.so (configure --with-mpi, for MPICH)"
 need_file "$IBMCASTCTL" "tools/ibmcastctl"
 
-plan 49
+plan 51
 
 # Under the sanitizer build: Open MPI leaks from its own components at
 # MPI_Finalize, which LeakSanitizer cannot name to suppress; the ranks keep
@@ -364,3 +366,23 @@ is "$rc/$(grep -c '^ibmcast_mpi: this shim is built for MPICH, but the program r
 ok "$(bverified "$tmp/mismatch.out"; echo $?)" \
 	"  every rank verified every broadcast, by Open MPI's own"
 is "$(dp_total_link_bytes)/$(rx_minus_tx)" "0/0" "  no traffic on the fabric at all"
+
+# --- MPI's progress rule inside the component's collectives -----------------
+# As in mpi_shim.sh: an 8 MiB MPI_Isend left pending by rank 0 across each
+# collective, received by rank 1 before it enters; the component runs
+# opal_progress while libibmcast waits (ibmc_set_wait_hook(3)).
+dp_ctl reset > /dev/null
+rc=0
+ompirun "$tmp/progress.out" "$PPROG" -- OMPI_MCA_coll_ibmcast_verbose=1 \
+	IBMCAST_BCAST_TIMEOUT_MS=20000 || rc=$?
+is "$rc/$(grep -cE '^progress_mpi: rank [0-9]+: 12 rounds, 0 errors$' "$tmp/progress.out")" \
+	"0/$NRANKS" "progress_ompi: an MPI_Isend pending across each collective completes, every result right" ||
+	diag "$(grep -v ' ok$' "$tmp/progress.out" | tail -n 20)"
+ok "$(for c in MPI_Bcast MPI_Barrier MPI_Allgather MPI_Allreduce; do
+	l=$(summary "$tmp/progress.out" "$c")
+	[ "$(field "$l" "passed to the previous")" = 0 ] &&
+	[ $(( $(field "$l" "over multicast") + $(field "$l" "point-to-point by libibmcast") )) -ge 3 ] || exit 1
+      done; echo $?)" \
+	"  each of the four collectives went through the component, none passed to the previous module" ||
+	diag "$(grep '^coll_ibmcast: rank 0' "$tmp/progress.out")"
+
