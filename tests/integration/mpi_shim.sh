@@ -60,7 +60,7 @@ OSHIM=$top_builddir/libjob/.libs/libibmcast_ompi.so
 need_file "$OSHIM" "libjob/libibmcast_ompi.so (configure --with-openmpi-shim)"
 need_file "$IBMCASTCTL" "tools/ibmcastctl"
 
-plan 54
+plan 56
 
 # Under the sanitizer build: MPICH (UCX) leaks from modules it unloads
 # before exit, which LeakSanitizer cannot name to suppress (a plain
@@ -385,4 +385,31 @@ like "$(grep -c -e ': 3 MPI_Barrier over ibmcast .*, 0 passed to MPI' \
 	-e ': 3 MPI_Allgather over ibmcast .*, 0 passed to MPI' "$tmp/progress.out")" '^4$' \
 	"  each of the four collectives went over ibmcast, none passed to MPICH" ||
 	diag "$(grep '^ibmcast_mpi: rank 0' "$tmp/progress.out")"
+
+# --- Fortran ---------------------------------------------------------------
+# MPICH's Fortran bindings (libmpichfort) call the C MPI_* entry points,
+# so the shim takes a Fortran program's collectives with nothing else
+# interposed: bcast_f (use mpi) built with mpifort.mpich, which configure
+# does not require.
+mpifort.mpich -o "$tmp/bcast_f" "$top_srcdir/tests/mpi/bcast_f.f90" \
+	> "$tmp/bcast_f.build" 2>&1 ||
+	bail_out "mpifort.mpich cannot build tests/mpi/bcast_f.f90: $(cat "$tmp/bcast_f.build")"
+# (not built with the sanitizer: under that build its runtime goes first)
+fpreload=$(ldd "$SHIM" | awk '/libasan|libubsan/ { printf "%s:", $3 }')
+dp_ctl reset > /dev/null
+rc=0
+RUN_PROG=$tmp/bcast_f mpirun "$tmp/fortran.out" LD_PRELOAD="$fpreload$SHIM" \
+	IBMCAST_MPI_VERBOSE=1 || rc=$?
+is "$rc/$(grep -cE '^bcast_f: rank [0-9]+: [0-9]+ broadcasts verified, 0 errors$' "$tmp/fortran.out")" \
+	"0/$NRANKS" "Fortran (use mpi) under the shim: mpiexec exits 0, every rank verified every MPI_BCAST" ||
+	diag "$(grep -v ' ok$' "$tmp/fortran.out" | tail -n 20)"
+fb=$(grep '^ibmcast_mpi: rank 0: .* MPI_Bcast over ' "$tmp/fortran.out")
+fr=$(grep '^ibmcast_mpi: rank 0: .* MPI_Allreduce over ' "$tmp/fortran.out")
+diag "$fb"
+ok "$([ "$(sed -n 's/.* over ibmcast (mcast \([0-9]*\),.*/\1/p' <<< "$fb")" -gt 0 ] &&
+      grep -q '), 0 passed to MPI;' <<< "$fb" &&
+      grep -q ': 1 MPI_Allreduce over ibmcast .*, 0 passed to MPI' <<< "$fr" &&
+      [ "$(rx_minus_tx)" -gt 0 ]; echo $?)" \
+	"Fortran: MPI_BCAST over multicast, MPI_ALLREDUCE of an INTEGER by libibmcast, none passed to MPICH" ||
+	diag "$fr"
 
