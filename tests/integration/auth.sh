@@ -24,25 +24,8 @@ NOBODY=$(id -u nobody)
 # users their own copy of ibmcastctl.
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ibmcast-auth.XXXXXX")
 at_exit "rm -rf '$tmp'"
-chmod 755 "$tmp"
-install -m 755 "$top_builddir/tools/ibmcastctl" "$tmp/ibmcastctl"
+install_for_others "$top_builddir/tools/ibmcastctl" "$tmp"
 CTL=$tmp/ibmcastctl
-# Likewise the sanitizer's suppression files of scripts/test --asan: an
-# instrumented ibmcastctl that cannot read them refuses to run at all.
-for v in ASAN_OPTIONS LSAN_OPTIONS; do
-	supp=$(sed -n 's/.*suppressions=\([^:]*\).*/\1/p' <<< "${!v:-}")
-	[ -n "$supp" ] && [ -f "$supp" ] || continue
-	install -m 644 "$supp" "$tmp/$v.supp"
-	export "$v=${!v//$supp/$tmp/$v.supp}"
-done
-
-# as USER CMD...: runs CMD as USER, with no supplementary groups.
-as() {
-	local user=$1 group
-	shift
-	group=$(id -gn "$user")
-	setpriv --reuid="$user" --regid="$group" --clear-groups "$@"
-}
 
 # ctl [as USER] ARGS...: runs ibmcastctl; sets OUT, ERR, RC.
 ctl() {
