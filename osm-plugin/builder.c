@@ -195,9 +195,10 @@ static void drop_group(osm_opensm_t *osm, const uint8_t mgid_raw[16])
 }
 
 /* Under osm->lock: groups can only be changed by the master SM, with
- * multicast on. */
-static int check_sm(osm_opensm_t *osm, enum ibmc_err *err, char *detail,
-		    size_t dlen)
+ * multicast on; then the member ports of the named nodes. */
+static int members_on_master(osm_opensm_t *osm, char *const *names,
+			     size_t count, struct member_set *m,
+			     enum ibmc_err *err, char *detail, size_t dlen)
 {
 	if (osm->subn.sm_state != IB_SMINFO_STATE_MASTER) {
 		*err = IBMC_ERR_BUSY;
@@ -212,7 +213,8 @@ static int check_sm(osm_opensm_t *osm, enum ibmc_err *err, char *detail,
 			 "multicast is disabled in OpenSM (disable_multicast)");
 		return -ENOTSUP;
 	}
-	return 0;
+	return resolve_members(&osm->subn, names, count, m, err, detail,
+			       dlen);
 }
 
 static osm_mgrp_t *make_group(osm_opensm_t *osm, const uint8_t mgid[16],
@@ -250,11 +252,7 @@ int ibmc__builder_create(struct ibmc_plugin *p, uint32_t job,
 
 	CL_PLOCK_EXCL_ACQUIRE(&osm->lock);
 
-	ret = check_sm(osm, err, detail, dlen);
-	if (ret)
-		goto out;
-	ret = resolve_members(&osm->subn, names, count, &m, err, detail,
-			      dlen);
+	ret = members_on_master(osm, names, count, &m, err, detail, dlen);
 	if (ret)
 		goto out;
 	if (free_mlids(&osm->subn) < ngroups) {
@@ -349,11 +347,7 @@ int ibmc__builder_reshape(struct ibmc_plugin *p, const uint8_t mgid_raw[16],
 	*changed = false;
 	memcpy(mgid.raw, mgid_raw, 16);
 	CL_PLOCK_EXCL_ACQUIRE(&osm->lock);
-	ret = check_sm(osm, err, detail, dlen);
-	if (ret)
-		goto out;
-	ret = resolve_members(&osm->subn, names, count, &m, err, detail,
-			      dlen);
+	ret = members_on_master(osm, names, count, &m, err, detail, dlen);
 	if (ret)
 		goto out;
 	mgrp = osm_get_mgrp_by_mgid(&osm->subn, &mgid);

@@ -374,6 +374,20 @@ as() {
 	setpriv --reuid="$user" --regid="$group" --clear-groups "$@"
 }
 
+# run_ctl [as USER] ARGS...: runs $CTL (an ibmcastctl, for another USER
+# one from install_for_others) with ARGS; sets OUT, ERR and RC (its
+# standard error passes through $tmp/err).
+run_ctl() {
+	local pre=()
+	if [ "$1" = as ]; then
+		pre=(as "$2")
+		shift 2
+	fi
+	RC=0
+	OUT=$("${pre[@]}" "$CTL" "$@" 2> "$tmp/err") || RC=$?
+	ERR=$(cat "$tmp/err")
+}
+
 # on_fabric CMD...: runs CMD attached to the fabric whose DIR/env is
 # sourced, as the SM's HCA: like ibmcast-sim diag without the launcher in
 # between (which matters when a watcher must start polling at once).

@@ -33,18 +33,6 @@ at_exit "rm -rf '$tmp'"
 install_for_others "$top_builddir/tools/ibmcastctl" "$tmp"
 CTL=$tmp/ibmcastctl
 
-# ctl [as USER] ARGS...: runs ibmcastctl; sets OUT, ERR, RC.
-ctl() {
-	local pre=()
-	if [ "$1" = as ]; then
-		pre=(as "$2")
-		shift 2
-	fi
-	RC=0
-	OUT=$("${pre[@]}" "$CTL" "$@" 2> "$tmp/err") || RC=$?
-	ERR=$(cat "$tmp/err")
-}
-
 # field [JQ-OPTION...] FILTER: from the last reply (OUT).
 field() {
 	jq -r "$@" <<< "$OUT" 2>&1
@@ -80,7 +68,7 @@ refused() {
 	local what=$1 code=$2 re=$3 before
 	shift 3
 	before=$(snapshot)
-	ctl "$@"
+	run_ctl "$@"
 	is "$RC" 2 "$what: exit 2" || diag "stdout: $OUT"
 	like "$ERR" "^ibmcastctl: [a-z]+: $code: .*$re" \
 		"$what: $code, and the detail says why"
@@ -99,8 +87,8 @@ ok $? "fabric up (16 hosts, radix 8, max_groups=256)" ||
 . "$SIM_DIR/env"
 used0=$(status_json | jq -r .mlids.used)
 
-ctl reserve 7 --nodes 'node[1-8]' --groups 2 --uid "$NOBODY"
-ctl --json wait 7 --timeout-ms 30000
+run_ctl reserve 7 --nodes 'node[1-8]' --groups 2 --uid "$NOBODY"
+run_ctl --json wait 7 --timeout-ms 30000
 is "$(field '[.job.state, .job.pool_groups] | @tsv')" "ready	2" \
 	"job 7 (nobody's, node[1-8], 2 groups) is ready" || diag "$OUT $ERR"
 M0=$(field '.job.groups[0].mlid')
@@ -110,12 +98,12 @@ QKEY=$(field '.job.qkey')
 is "$(reach "$M0")" "$(nodes 1 8) true" "group 0 ($M0) reaches node[1-8]"
 
 # --- prune -------------------------------------------------------------------
-ctl as nobody --json prune 7 --group 0 --nodes 'node[1-3]'
+run_ctl as nobody --json prune 7 --group 0 --nodes 'node[1-3]'
 is "$(field '[.ok, .changed, .group.state, .group.nodes, .group.mlid] |
 	@tsv')" "true	true	building	node[1-3]	$M0" \
 	"prune 7 group 0 to node[1-3] by its owner: changed, building" ||
 	diag "$OUT $ERR"
-ctl --json wait 7 --group 0 --timeout-ms 30000
+run_ctl --json wait 7 --group 0 --timeout-ms 30000
 after=$(reach "$M0")
 is "$(field '[.timed_out, .group.index, .group.state, .group.members] |
 	@tsv')" "false	0	ready	3" \
@@ -129,7 +117,7 @@ is "$(status_json 7 | jq -c '[.jobs[0].state, [.jobs[0].groups[] |
 	"status: the job is ready, group 0 pruned to node[1-3]"
 
 prunes=$(status_json | jq .counters.prunes)
-ctl as nobody --json prune 7 --group 0 --nodes 'node[3,1-2]'
+run_ctl as nobody --json prune 7 --group 0 --nodes 'node[3,1-2]'
 is "$(field '[.ok, .changed, .group.state, .group.nodes] | @tsv')" \
 	"true	false	ready	node[1-3]" \
 	"the same prune again (written otherwise): no change, still ready"
@@ -141,11 +129,13 @@ is "$(status_json | jq .counters.prunes)" "$prunes" \
 # after the narrowed tree is confirmed: node2..4 get every packet, whichever
 # tree carried it.
 MGID1=$(status_json 7 | jq -r .jobs[0].groups[1].mgid)
+dp_mft_fresh "$M1"
+# Each receiver ends after 5 s without a packet: started just before the
+# sender, they only stop once it has.
 for n in 2 3 4; do
 	dp_recv_bg "$tmp/r.$n" --node node$n --mgid "$MGID1" --mlid "$M1" \
-		--count 0 --timeout-ms 3000
+		--count 0 --timeout-ms 5000
 done
-dp_mft_fresh "$M1"
 "$DP_TOOL" send-mc --node node1 --mgid "$MGID1" --mlid "$M1" --qkey "$QKEY" \
 	--count 0 --interval-us 2000 --until-file "$tmp/stop" \
 	> "$tmp/sender" 2>&1 &
@@ -155,11 +145,11 @@ at_exit "touch '$tmp/stop'; kill $sender 2> /dev/null || true"
 received() { count_matches "$tmp/r.2" '^recv '; }
 at_least() { [ "$(received)" -ge "$1" ]; }
 wait_until 20 at_least 3
-ctl as nobody --json prune 7 --group 1 --nodes 'node[1-4]'
+run_ctl as nobody --json prune 7 --group 1 --nodes 'node[1-4]'
 at_prune=$(received)
 is "$(field '[.changed, .group.state] | @tsv')" "true	building" \
 	"prune 7 group 1 to node[1-4] while node1 sends: building"
-ctl --json wait 7 --group 1 --timeout-ms 30000
+run_ctl --json wait 7 --group 1 --timeout-ms 30000
 at_ready=$(received)
 after=$(reach "$M1")
 is "$(field .group.state)/$after" "ready/$(nodes 1 4) true" \
@@ -175,18 +165,18 @@ is "$(dp_got "$tmp/r.2") $(dp_got "$tmp/r.3") $(dp_got "$tmp/r.4")" \
 	"node2..4 each got all $total_sent packets sent across the switch-over"
 
 # --- widen -------------------------------------------------------------------
-ctl as nobody --json prune 7 --group 0
+run_ctl as nobody --json prune 7 --group 0
 is "$(field '[.changed, .group.state, .group.nodes // "all"] | @tsv')" \
 	"true	building	all" "prune 7 group 0 with no nodes widens it"
-ctl --json wait 7 --group 0 --timeout-ms 30000
+run_ctl --json wait 7 --group 0 --timeout-ms 30000
 after=$(reach "$M0")
 is "$(field .group.state)/$after" "ready/$(nodes 1 8) true" \
 	"widened group 0 ready, its MFTs reach node[1-8] again"
-ctl as nobody --json prune 7 --group 0 --nodes 'node[1-8]'
+run_ctl as nobody --json prune 7 --group 0 --nodes 'node[1-8]'
 is "$(field '[.changed, .group.state] | @tsv')" "false	ready" \
 	"pruning to all the job's nodes is the same: no change"
-ctl as nobody prune 7 --group 1 --nodes 'node[1-8]'
-ctl --json wait 7 --timeout-ms 30000
+run_ctl as nobody prune 7 --group 1 --nodes 'node[1-8]'
+run_ctl --json wait 7 --timeout-ms 30000
 is "$(field '[.job.state, ([.job.groups[].members | tostring] |
 	join(","))] | @tsv')" \
 	"ready	8,8" "group 1 widened by its full node list: the job is whole"
@@ -228,7 +218,7 @@ is "$(jq -r '[.error, .detail] | @tsv' <<< "$reply" 2>&1)" \
 	"bad_request	group: missing for op prune" "prune without a group is refused"
 
 # --- grow --------------------------------------------------------------------
-ctl as nobody --json grow 7 --group 2
+run_ctl as nobody --json grow 7 --group 2
 is "$(field '[.ok, .created, .group.index, .group.state, .group.grown,
 	.job.qkey] | @tsv')" "true	true	2	building	true	$QKEY" \
 	"grow 7 --group 2: group 2 created, building, the job's Q_Key" ||
@@ -237,18 +227,18 @@ M2=$(field .group.mlid)
 is "$(field .group.mgid)" "${MGID0%:*}:0002" \
 	"its MGID is the job's with index 2"
 used=$(status_json | jq .mlids.used)
-ctl as nobody --json grow 7 --group 2
+run_ctl as nobody --json grow 7 --group 2
 is "$(field '[.created, .group.mlid] | @tsv')" "false	$M2" \
 	"grow 7 --group 2 again: the same group, nothing created"
 is "$(status_json | jq '[.mlids.used, .counters.grows] | @tsv' -r)" \
 	"$used	1" "  one MLID and one grow, not two"
-ctl --json wait 7 --group 2 --timeout-ms 30000
+run_ctl --json wait 7 --group 2 --timeout-ms 30000
 after=$(reach "$M2")
 is "$(field .group.state)/$after" "ready/$(nodes 1 8) true" \
 	"grown group 2 ready, its MFTs reach node[1-8]"
 
 # Quota: a job at max_groups grows no more.
-ctl reserve 20 --nodes 'node[9-10]' --groups 256 --uid "$NOBODY"
+run_ctl reserve 20 --nodes 'node[9-10]' --groups 256 --uid "$NOBODY"
 is "$RC" 0 "job 20 holds 256 groups (max_groups)" || diag "$ERR"
 refused "grow beyond max_groups" quota \
 	"job 20 already holds 256 groups; at most 256 per job" \
@@ -271,9 +261,9 @@ for j in 20 "${fill[@]}"; do
 done
 
 # --- an SM restart keeps the shapes ------------------------------------------
-ctl as nobody grow 7 --group 3
-ctl as nobody prune 7 --group 0 --nodes 'node[2-4]'
-ctl --json wait 7 --timeout-ms 60000
+run_ctl as nobody grow 7 --group 3
+run_ctl as nobody prune 7 --group 0 --nodes 'node[2-4]'
+run_ctl --json wait 7 --timeout-ms 60000
 is "$(field .job.state)" ready "job 7 with group 3 grown and group 0 pruned is ready"
 shape=$(field -c '[.job.groups[] | [.index, .mgid, .nodes, .grown]]')
 is "$(jq -c '.jobs[] | select(.job == 7) | [.groups, .pool_groups, .pruned]' \
@@ -285,7 +275,7 @@ mft_wipe "${M[@]}"
 is "$?/$(mft_entries "${M[@]}")" "0/0" \
 	"with OpenSM down, job 7's MFT entries are wiped from the switches"
 run_ok "start OpenSM" "$IBMCAST_SIM" start-sm --dir "$SIM_DIR"
-ctl --json wait 7 --timeout-ms 60000
+run_ctl --json wait 7 --timeout-ms 60000
 is "$(field .job.state)" ready "job 7 is ready again after the restart" ||
 	diag "$OUT $ERR"
 is "$(field -c '[.job.groups[] | [.index, .mgid, .nodes, .grown]]')" \
@@ -297,16 +287,16 @@ is "$(reach "${M[3]}")" "$(nodes 1 8) true" \
 	"the rebuilt grown group 3 reaches node[1-8]"
 
 # --- grown groups go with the job --------------------------------------------
-ctl --json release 7
+run_ctl --json release 7
 is "$(field .released)" true "release 7"
 wait_until 20 no_entries "${M[@]}"
 ok $? "no switch holds any of job 7's MLIDs (${M[*]}), grown ones included"
 is "$(status_json | jq .mlids.used)" "$used0" "MLID use is back to $used0"
 
-ctl reserve 8 --nodes 'node[9-12]' --groups 1 --lease 6 --uid "$NOBODY"
-ctl as nobody --json grow 8
+run_ctl reserve 8 --nodes 'node[9-12]' --groups 1 --lease 6 --uid "$NOBODY"
+run_ctl as nobody --json grow 8
 G=$(field .group.mlid)
-ctl --json wait 8 --group 1 --timeout-ms 20000
+run_ctl --json wait 8 --group 1 --timeout-ms 20000
 after=$(reach "$G")
 is "$(field .group.state)/$after" "ready/$(nodes 9 12) true" \
 	"job 8 (lease 6 s) grew group 1 ($G), ready on node[9-12]"
