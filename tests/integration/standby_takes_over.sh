@@ -1,8 +1,9 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
 # With a master and a standby OpenSM, each running the plugin, the standby
-# mirrors the master's reservations; when the master dies the standby's
-# plugin rebuilds them, confirms them ready and serves them.
+# mirrors the master's reservations (grown groups and pruned subsets
+# included); when the master dies the standby's plugin rebuilds them,
+# confirms them ready and serves them.
 
 # shellcheck disable=SC1091
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
@@ -17,7 +18,7 @@ need_file "$WATCH" "sim-fabric/ibmcast-mftwatch"
 CORRUPT=$top_builddir/sim-fabric/ibmcast-mftcorrupt
 need_file "$CORRUPT" "sim-fabric/ibmcast-mftcorrupt (make check builds it)"
 
-plan 16
+plan 21
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ibmcast-sb.XXXXXX")
 at_exit "rm -rf '$tmp'"
@@ -45,7 +46,10 @@ ok $? "the master keeps sweeping after the standby joined" ||
 . "$SIM_DIR/env"
 sm1() { "$CTL" --server "$IBMCAST_SERVER_SM1" "$@"; }
 sm2() { "$CTL" --server "$IBMCAST_SERVER_SM2" "$@"; }
-sm2_jobs() { sm2 --json status | jq -c '[.jobs[] | {job, restoring}]'; }
+sm2_jobs() {
+	sm2 --json status | jq -c '[.jobs[] | {job, restoring,
+		shape: [.groups[] | [.nodes, .grown]]}]'
+}
 reach() {
 	"$IBMCAST_SIM" diag --dir "$SIM_DIR" -- "$WATCH" reach --mlid "$1" |
 		jq -r '.mlids[0] | (.members | sort | join(",")) + " " + (.consistent | tostring)'
@@ -56,9 +60,14 @@ run_ok "reserve job 61 on the master" sm1 reserve 61 --nodes 'node[1-12]' --grou
 run_ok "reserve job 62 on the master" sm1 reserve 62 --nodes 'node[20-27]' --groups 1
 run_ok "job 61 ready on the master" sm1 wait 61
 run_ok "job 62 ready on the master" sm1 wait 62
+run_ok "prune job 61's group 1 to node[1-4] on the master" \
+	sm1 prune 61 --group 1 --nodes 'node[1-4]'
+run_ok "grow job 61 by group 2 on the master" sm1 grow 61 --group 2
+run_ok "job 61 ready again on the master" sm1 wait 61
 run_ok "release job 62 on the master" sm1 release 62
 # The standby copies the master's list every 2 s.
-ok "$(wait_until 15 eval "[ \"\$(sm2_jobs)\" = '[{\"job\":61,\"restoring\":true}]' ]"; echo $?)" \
+want='[{"job":61,"restoring":true,"shape":[[null,null],["node[1-4]",null],[null,true]]}]'
+ok "$(wait_until 15 eval "[ \"\$(sm2_jobs)\" = '$want' ]"; echo $?)" \
 	"the standby mirrors exactly the master's reservations: $(sm2_jobs)"
 run_ok "SM 2 refuses reservations while standby" sh -c "! '$CTL' --server '$IBMCAST_SERVER_SM2' reserve 63 --nodes 'node1' 2>/dev/null"
 
@@ -84,4 +93,9 @@ run_ok "job 61 is ready on the new master" sm2 wait 61 --timeout-ms 30000
 mlid=$(sm2 --json status 61 | jq -r '.jobs[0].groups[0].mlid')
 want=$(printf 'node%s\n' $(seq 1 12) | sort | paste -sd,)
 is "$(reach "$mlid")" "$want true" "the new master's tree for job 61 reaches exactly node[1-12]"
+mlid=$(sm2 --json status 61 | jq -r '.jobs[0].groups[1].mlid')
+is "$(reach "$mlid")" "$(printf 'node%s\n' 1 2 3 4 | paste -sd,) true" \
+	"  its pruned group 1 reaches exactly node[1-4]"
+mlid=$(sm2 --json status 61 | jq -r '.jobs[0].groups[2].mlid')
+is "$(reach "$mlid")" "$want true" "  its grown group 2 reaches node[1-12]"
 run_ok "the new master serves release" sm2 release 61
