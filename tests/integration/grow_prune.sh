@@ -24,7 +24,7 @@ need_file "$DP_BIN" "sim-fabric/ibmcast-dataplane"
 need_file "$DP_TOOL" "tests/dataplane/dp_tool"
 need_file "$IBMCAST_FATTREE" "ibmcast-fattree"
 
-plan 79
+plan 82
 
 NOBODY=$(id -u nobody)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ibmcast-gp.XXXXXX")
@@ -205,6 +205,12 @@ refused "grow naming a reserved group" bad_request \
 	"0 is one of job 7's reserved groups" as nobody grow 7 --group 0
 refused "grow naming an index past the next" bad_request \
 	"next group would be 2, not 3" as nobody grow 7 --group 3
+run_ctl prune 7 --nodes node1
+is "$RC" 64 "ibmcastctl prune without --group: a usage error"
+like "$ERR" "prune: --group is required" "  saying so"
+run_ctl reserve 9 --nodes node1 --group 1
+like "$RC $ERR" "^64 .*option '--group' does not apply to reserve" \
+	"ibmcastctl reserve --group: a usage error"
 before=$(snapshot)
 reply=$(printf '%s\n' '{"op":"prune","job":7,"group":0,"nodes":"node[3-1]"}' |
 	socat -t 5 - "UNIX-CONNECT:${IBMCAST_SERVER#unix:}")
