@@ -368,10 +368,9 @@ static json_t *op_wait(struct ibmc_plugin *p, const struct ibmc_request *r,
 {
 	uint64_t now = ibmc__now_ns();
 	int64_t ms = r->timeout_ms >= 0 ? r->timeout_ms : DEFAULT_WAIT_MS;
-	json_t *reply;
-
 	struct ibmc_job *j;
 	unsigned ngroups;
+	json_t *reply;
 
 	pthread_mutex_lock(&p->reg.lock);
 	j = ibmc__registry_find(&p->reg, r->job);

@@ -35,11 +35,11 @@ static json_t *check_job(struct ibmc_plugin *p, const char *op,
 		ibmc_log(IBMC_LOG_WARN, "%s of job %u by uid %u refused: not "
 			 "the job's owner (uid %u)", op, r->job, (unsigned)uid,
 			 j->uid);
-		return ibmc__reply_error(IBMC_ERR_UNAUTHORIZED,
-					 "%s of job %u needs its owner (uid %u),"
-					 " root or the Slurm user; uid %u is "
-					 "none of them", op, r->job, j->uid,
-					 (unsigned)uid);
+		return ibmc__reply_error(
+			IBMC_ERR_UNAUTHORIZED,
+			"%s of job %u needs its owner (uid %u), root or the "
+			"Slurm user; uid %u is none of them", op, r->job,
+			j->uid, (unsigned)uid);
 	}
 	if (j->needs_build)
 		return ibmc__reply_error(IBMC_ERR_BUSY,

@@ -124,8 +124,9 @@ static int read_shape(struct ibmc_plugin *p, json_t *o, struct ibmc_job *j,
 					  p->opt.max_nodes, &hl) ||
 		    !hl.count) {
 			ibmc__hostlist_free(&hl);
-			snprintf(why, wlen, "job %u: bad pruned group \"%.20s\"",
-				 j->id, key);
+			snprintf(why, wlen,
+				 "job %u: bad pruned group \"%.20s\"", j->id,
+				 key);
 			return -EINVAL;
 		}
 		ret = ibmc__group_set_subset(&j->groups[idx], hl.names,
@@ -462,10 +463,10 @@ static void reprune(struct ibmc_plugin *p, uint32_t id,
 			continue;
 		ret = ibmc__hostlist_expand(subsets[i], p->opt.max_nodes, &hl);
 		if (!ret)
-			ret = ibmc__builder_reshape(p, groups[i].mgid, hl.names,
-						    hl.count, &groups[i].members,
-						    &changed, &err, detail,
-						    sizeof(detail));
+			ret = ibmc__builder_reshape(
+				p, groups[i].mgid, hl.names, hl.count,
+				&groups[i].members, &changed, &err, detail,
+				sizeof(detail));
 		else
 			snprintf(detail, sizeof(detail), "%s", strerror(-ret));
 		ibmc__hostlist_free(&hl);
