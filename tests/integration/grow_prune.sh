@@ -24,7 +24,7 @@ need_file "$DP_BIN" "sim-fabric/ibmcast-dataplane"
 need_file "$DP_TOOL" "tests/dataplane/dp_tool"
 need_file "$IBMCAST_FATTREE" "ibmcast-fattree"
 
-plan 82
+plan 87
 
 NOBODY=$(id -u nobody)
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ibmcast-gp.XXXXXX")
@@ -180,6 +180,19 @@ run_ctl --json wait 7 --timeout-ms 30000
 is "$(field '[.job.state, ([.job.groups[].members | tostring] |
 	join(","))] | @tsv')" \
 	"ready	8,8" "group 1 widened by its full node list: the job is whole"
+
+# Over TCP the uid is the MUNGE credential's.
+run_ctl as nobody --server "$IBMCAST_SERVER_TCP" --json prune 7 --group 1 \
+	--nodes 'node[5-8]'
+is "$(field '[.ok, .changed, .group.nodes] | @tsv')" "true	true	node[5-8]" \
+	"over TCP, nobody's credential prunes nobody's job" || diag "$ERR"
+refused "prune over TCP by another user" unauthorized \
+	"uid $(id -u daemon) is none" \
+	as daemon --server "$IBMCAST_SERVER_TCP" prune 7 --group 1
+run_ctl as nobody --server "$IBMCAST_SERVER_TCP" prune 7 --group 1
+run_ctl --json wait 7 --timeout-ms 30000
+is "$(field '[.job.state, .job.groups[1].nodes // "all"] | @tsv')" \
+	"ready	all" "widened back over TCP, the job is ready"
 
 # --- refusals ----------------------------------------------------------------
 refused "prune by another user" unauthorized "needs its owner \\(uid $NOBODY\\)" \
