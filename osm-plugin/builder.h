@@ -4,6 +4,7 @@
 #ifndef IBMCAST_OSM_BUILDER_H
 #define IBMCAST_OSM_BUILDER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -11,16 +12,30 @@
 #include "plugin.h"
 #include "registry.h"
 
-/* Create job's ngroups groups spanning every active HCA port of the named
- * nodes (matched against the first word of each CA's NodeDescription).
- * Takes osm->lock exclusively. On success fills groups[0..ngroups) and
- * *ports; on failure creates nothing and returns -errno with *err and
- * detail set (unknown_node, no_mlid, busy, internal). */
+/* Create job's ngroups groups, with indices first_index and on, spanning
+ * every active HCA port of the named nodes (matched against the first
+ * word of each CA's NodeDescription). Takes osm->lock exclusively. On
+ * success fills groups[0..ngroups) and *ports; on failure creates nothing
+ * and returns -errno with *err and detail set (unknown_node, no_mlid,
+ * busy, internal). */
 int ibmc__builder_create(struct ibmc_plugin *p, uint32_t job,
-			 char *const *names, size_t count, unsigned ngroups,
+			 char *const *names, size_t count,
+			 unsigned first_index, unsigned ngroups,
 			 uint32_t qkey, uint16_t pkey,
 			 struct ibmc_group *groups, unsigned *ports,
 			 enum ibmc_err *err, char *detail, size_t detail_len);
+
+/* Make an existing group's members exactly the active HCA ports of the
+ * named nodes: ports of other nodes leave it, missing ones join (joins
+ * first, so the group never empties). OpenSM then recomputes its tree;
+ * the old tree keeps reaching every remaining member meanwhile. Takes
+ * osm->lock exclusively. 0 with *members set (ports now in the group,
+ * *changed whether any joined or left), or -errno with *err and detail
+ * (unknown_node, busy, internal). */
+int ibmc__builder_reshape(struct ibmc_plugin *p, const uint8_t mgid[16],
+			  char *const *names, size_t count, unsigned *members,
+			  bool *changed, enum ibmc_err *err, char *detail,
+			  size_t detail_len);
 
 /* Remove the groups (by MGID, so it is safe after OpenSM rebuilt them).
  * Takes osm->lock exclusively. OpenSM then clears their MFT entries. */

@@ -537,6 +537,9 @@ static bool apply(struct ibmc_plugin *p, struct ibmc_confirmer *c)
 			g->state = IBMC_STATE_READY;
 			g->ready_ns = now;
 			g->switches = it->ntree;
+			/* A wait on this one group is answered now, not when
+			 * the rest of the job is. */
+			changed = true;
 		} else if (now - j->building_since_ns >
 			   (uint64_t)p->opt.build_timeout_s * 1000000000ULL) {
 			j->state = IBMC_STATE_FAILED;
