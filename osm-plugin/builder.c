@@ -42,12 +42,6 @@ static void desc_first_word(const osm_node_t *node, char *buf, size_t len)
 	buf[i] = '\0';
 }
 
-struct member_set {
-	osm_port_t **ports;
-	size_t count, cap;
-	uint8_t mtu, rate;
-};
-
 static int add_member(struct member_set *m, osm_port_t *port,
 		      const osm_physp_t *physp)
 {
@@ -73,10 +67,9 @@ static int add_member(struct member_set *m, osm_port_t *port,
 	return 0;
 }
 
-/* Under osm->lock. Collects every active HCA port of the named nodes. */
-static int resolve_members(osm_subn_t *subn, char *const *names,
-			   size_t count, struct member_set *m,
-			   enum ibmc_err *err, char *detail, size_t dlen)
+int ibmc__builder_resolve(osm_subn_t *subn, char *const *names,
+			  size_t count, struct member_set *m,
+			  enum ibmc_err *err, char *detail, size_t dlen)
 {
 	struct name_ref *refs;
 	unsigned char *found;
@@ -243,8 +236,8 @@ int ibmc__builder_create(struct ibmc_plugin *p, uint32_t job,
 		ret = -ENOTSUP;
 		goto out;
 	}
-	ret = resolve_members(&osm->subn, names, count, &m, err, detail,
-			      dlen);
+	ret = ibmc__builder_resolve(&osm->subn, names, count, &m, err, detail,
+				    dlen);
 	if (ret)
 		goto out;
 	if (free_mlids(&osm->subn) < ngroups) {

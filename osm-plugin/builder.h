@@ -11,6 +11,25 @@
 #include "plugin.h"
 #include "registry.h"
 
+struct osm_port;
+struct osm_subn;
+
+/* The active HCA ports of a set of nodes, and the slowest rate and
+ * smallest MTU among them. */
+struct member_set {
+	struct osm_port **ports;
+	size_t count, cap;
+	uint8_t mtu, rate;
+};
+
+/* Under osm->lock: collects every active HCA port of the named nodes into
+ * m (m->ports is the caller's to free). -ENOENT with err and detail set
+ * when a node has no active port (its ports found so far are kept in m),
+ * -ENOMEM. */
+int ibmc__builder_resolve(struct osm_subn *subn, char *const *names,
+			  size_t count, struct member_set *m,
+			  enum ibmc_err *err, char *detail, size_t dlen);
+
 /* Create job's ngroups groups spanning every active HCA port of the named
  * nodes (matched against the first word of each CA's NodeDescription).
  * Takes osm->lock exclusively. On success fills groups[0..ngroups) and

@@ -279,7 +279,8 @@ static json_t *op_status(struct ibmc_plugin *p, const struct ibmc_request *r)
 	reply = json_pack(
 		"{s:b, s:{s:s, s:s, s:b, s:b, s:i, s:s*, s:s*, s:s*},"
 		" s:{s:i, s:i, s:i},"
-		" s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}, s:o*}",
+		" s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I},"
+		" s:o*}",
 		"ok", 1,
 		"server", "version", IBMCAST_VERSION, "sm_state",
 		sm_state_name(p->osm->subn.sm_state), "subnet_up",
@@ -300,7 +301,7 @@ static json_t *op_status(struct ibmc_plugin *p, const struct ibmc_request *r)
 		"smp_reads", (json_int_t)c->smp_reads, "readback_mismatches",
 		(json_int_t)c->readback_mismatches, "verifications",
 		(json_int_t)c->verifications, "rebuilds",
-		(json_int_t)c->rebuilds,
+		(json_int_t)c->rebuilds, "rejoins", (json_int_t)c->rejoins,
 		"jobs", jobs);
 	pthread_mutex_unlock(&p->reg.lock);
 	return reply;
