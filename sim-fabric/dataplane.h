@@ -16,7 +16,7 @@
  * Topology: the links are those discovered at start and since. Every
  * topo_ms (default 1000 ms) the PortInfo of every switch port is read; a
  * link whose switch end is not Active carries nothing (cause "link_down")
- * from the end of that pass until one that finds it Active again. An
+ * from the answer that says so until one that finds it Active again. An
  * Active port the model has no link for starts a new discovery, which
  * pauses the table reads (the daemon's own SMP port is closed while
  * libibnetdisc runs) and appends the new nodes and links.
