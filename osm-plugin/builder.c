@@ -208,6 +208,17 @@ static osm_mgrp_t *make_group(osm_opensm_t *osm, const uint8_t mgid[16],
 	return osm_mcmr_rcv_find_or_create_new_mgrp(&osm->sa, comp_mask, rec);
 }
 
+bool ibmc__builder_join(osm_opensm_t *osm, osm_mgrp_t *mgrp, osm_port_t *port,
+			ib_member_rec_t *rec)
+{
+	rec->port_gid.unicast.prefix = osm->subn.opt.subnet_prefix;
+	rec->port_gid.unicast.interface_id = port->guid;
+	rec->scope_state = ib_member_set_scope_state(
+		IB_MC_SCOPE_LINK_LOCAL, IB_MC_REC_STATE_FULL_MEMBER);
+	return osm_mgrp_add_port(&osm->subn, &osm->log, mgrp, port, rec,
+				 FALSE) != NULL;
+}
+
 int ibmc__builder_create(struct ibmc_plugin *p, uint32_t job,
 			 char *const *names, size_t count, unsigned ngroups,
 			 uint32_t qkey, uint16_t pkey,
@@ -273,14 +284,7 @@ int ibmc__builder_create(struct ibmc_plugin *p, uint32_t job,
 		for (size_t i = 0; i < m.count; i++) {
 			osm_port_t *port = m.ports[i];
 
-			rec.port_gid.unicast.prefix =
-				osm->subn.opt.subnet_prefix;
-			rec.port_gid.unicast.interface_id = port->guid;
-			rec.scope_state = ib_member_set_scope_state(
-				IB_MC_SCOPE_LINK_LOCAL,
-				IB_MC_REC_STATE_FULL_MEMBER);
-			if (!osm_mgrp_add_port(&osm->subn, &osm->log, mgrp,
-					       port, &rec, FALSE)) {
+			if (!ibmc__builder_join(osm, mgrp, port, &rec)) {
 				*err = IBMC_ERR_INTERNAL;
 				snprintf(detail, dlen,
 					 "OpenSM could not add port 0x%016" PRIx64

@@ -4,6 +4,7 @@
 #ifndef IBMCAST_OSM_BUILDER_H
 #define IBMCAST_OSM_BUILDER_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -13,6 +14,9 @@
 
 struct osm_port;
 struct osm_subn;
+struct osm_opensm;
+struct osm_mgrp;
+struct _ib_member_rec;
 
 /* The active HCA ports of a set of nodes, and the slowest rate and
  * smallest MTU among them. */
@@ -29,6 +33,12 @@ struct member_set {
 int ibmc__builder_resolve(struct osm_subn *subn, char *const *names,
 			  size_t count, struct member_set *m,
 			  enum ibmc_err *err, char *detail, size_t dlen);
+
+/* Under osm->lock: port joins mgrp as a full member with rec (the group's
+ * record; its port GID and join state are set here), as a member's SA
+ * join would; OpenSM then reroutes the MLID. false if OpenSM could not. */
+bool ibmc__builder_join(struct osm_opensm *osm, struct osm_mgrp *mgrp,
+			struct osm_port *port, struct _ib_member_rec *rec);
 
 /* Create job's ngroups groups spanning every active HCA port of the named
  * nodes (matched against the first word of each CA's NodeDescription).

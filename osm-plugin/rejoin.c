@@ -133,14 +133,7 @@ static void readd(osm_opensm_t *osm, struct absent *a)
 			if (osm_mgrp_get_mcm_port(mgrp, port->guid))
 				continue;
 			rec = mgrp->mcmember_rec;
-			rec.port_gid.unicast.prefix =
-				osm->subn.opt.subnet_prefix;
-			rec.port_gid.unicast.interface_id = port->guid;
-			rec.scope_state = ib_member_set_scope_state(
-				IB_MC_SCOPE_LINK_LOCAL,
-				IB_MC_REC_STATE_FULL_MEMBER);
-			if (!osm_mgrp_add_port(&osm->subn, &osm->log, mgrp,
-					       port, &rec, FALSE)) {
+			if (!ibmc__builder_join(osm, mgrp, port, &rec)) {
 				ibmc_log(IBMC_LOG_ERROR,
 					 "job %u group %u: OpenSM could not "
 					 "re-add port 0x%016" PRIx64, a->job, g,
