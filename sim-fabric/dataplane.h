@@ -219,6 +219,8 @@ struct dataplane {
 	int topo_ms;
 	bool *link_down;		/* [nlink] */
 	int links_down, topo_inflight;
+	int topo_sw, topo_port;		/* the running pass's cursor */
+	bool topo_running;
 	bool topo_grew;			/* an Active port with no link */
 	uint64_t topo_next_ns, rediscover_after_ns, rediscover_wait_ns;
 	uint64_t topo_passes, rediscoveries, link_changes;

@@ -345,7 +345,7 @@ uint64_t dp_tables_next_ns(struct dataplane *dp)
 	if (dp->topo_next_ns < t)
 		t = dp->topo_next_ns;
 	/* umad2sim's fd cannot be polled with the sockets: look again soon. */
-	if (dp->lft_inflight || dp->mft_inflight || dp->topo_inflight ||
+	if (dp->lft_inflight || dp->mft_inflight || dp->topo_running ||
 	    dp_topo_quiesce(dp, ibmc__now_ns()) || dp->sa_ops) {
 		uint64_t soon = ibmc__now_ns() + 1000000ull;
 

@@ -96,38 +96,46 @@ static void pi_done(void *arg, int status, const uint8_t *mad)
 		else if (active)
 			dp->topo_grew = true;
 	}
-	if (!--dp->topo_inflight)
-		dp->topo_passes++;
+	dp->topo_inflight--;
 	free(c);
 }
 
-static void pi_pass(struct dataplane *dp)
+/* A few reads at a time: a whole pass queued at once would hold the
+ * MFT reads behind it and stretch the tables' staleness bound. */
+#define TOPO_WINDOW 4
+
+/* Submit the pass's next reads, from the cursor on. */
+static void pi_submit(struct dataplane *dp)
 {
-	for (int s = 0; s < dp->fm.nnode; s++) {
-		const struct fm_node *n = &dp->fm.node[s];
+	while (dp->topo_inflight < TOPO_WINDOW &&
+	       dp->topo_sw < dp->fm.nnode) {
+		const struct fm_node *n = &dp->fm.node[dp->topo_sw];
+		struct dp_mad_req r = { 0 };
+		struct pi_ctx *c;
 
-		if (!n->is_switch || !n->lid)
+		if (!n->is_switch || !n->lid || ++dp->topo_port > n->nports) {
+			dp->topo_sw++;
+			dp->topo_port = 0;
 			continue;
-		for (int p = 1; p <= n->nports; p++) {
-			struct dp_mad_req r = { 0 };
-			struct pi_ctx *c = malloc(sizeof(*c));
-
-			if (!c)
-				return;
-			*c = (struct pi_ctx){ .dp = dp, .sw = s, .port = p };
-			r.mgmt_class = IB_SMI_CLASS;
-			r.method = IB_MAD_METHOD_GET;
-			r.attr_id = IB_ATTR_PORT_INFO;
-			r.attr_mod = (uint32_t)p;
-			r.dlid = n->lid;
-			r.done = pi_done;
-			r.arg = c;
-			if (dp_mad_submit(dp->mad, &r)) {
-				free(c);
-				return;
-			}
-			dp->topo_inflight++;
 		}
+		c = malloc(sizeof(*c));
+		if (!c)
+			return;
+		*c = (struct pi_ctx){ .dp = dp, .sw = dp->topo_sw,
+				      .port = dp->topo_port };
+		r.mgmt_class = IB_SMI_CLASS;
+		r.method = IB_MAD_METHOD_GET;
+		r.attr_id = IB_ATTR_PORT_INFO;
+		r.attr_mod = (uint32_t)c->port;
+		r.dlid = n->lid;
+		r.done = pi_done;
+		r.arg = c;
+		if (dp_mad_submit(dp->mad, &r)) {
+			free(c);
+			dp->topo_port--; /* again at the next tick */
+			return;
+		}
+		dp->topo_inflight++;
 	}
 }
 
@@ -218,14 +226,25 @@ bool dp_topo_quiesce(const struct dataplane *dp, uint64_t now)
 void dp_topo_tick(struct dataplane *dp, uint64_t now)
 {
 	if (dp_topo_quiesce(dp, now)) {
+		/* The pass that found the port stops here. */
+		dp->topo_running = false;
 		if (!dp->topo_inflight && !dp->lft_inflight &&
 		    !dp->mft_inflight && !dp->sa_ops &&
 		    !dp_mad_progress(dp->mad))
 			rediscover(dp, now);
 		return;
 	}
-	if (!dp->topo_inflight && now >= dp->topo_next_ns) {
-		pi_pass(dp);
+	if (!dp->topo_running && now >= dp->topo_next_ns) {
+		dp->topo_running = true;
+		dp->topo_sw = 0;
+		dp->topo_port = 0;
+	}
+	if (!dp->topo_running)
+		return;
+	pi_submit(dp);
+	if (dp->topo_sw >= dp->fm.nnode && !dp->topo_inflight) {
+		dp->topo_running = false;
+		dp->topo_passes++;
 		dp->topo_next_ns = now + (uint64_t)dp->topo_ms * 1000000ull;
 	}
 }

@@ -52,7 +52,7 @@ group() {
 deliver() {
 	dp_ctl reset > /dev/null
 	dp_recv_bg "$tmp/$1" --node node6 --mgid "$mgid" --mlid "$mlid" \
-		--count 2 --timeout-ms 1500
+		--count 2 --timeout-ms 15000
 	dp_mft_fresh "$mlid"
 	"$DP_TOOL" send-mc --node node1 --mgid "$mgid" --mlid "$mlid" \
 		--qkey "$qkey" --count 2 > /dev/null

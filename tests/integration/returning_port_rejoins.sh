@@ -42,7 +42,7 @@ both_reach() { [ "$(reach "$m0")" = "$1" ] && [ "$(reach "$m1")" = "$1" ]; }
 # deliver TAG: node1 sends 2 packets to group 0, receiver on node6 counts.
 deliver() {
 	dp_recv_bg "$tmp/$1" --node node6 --mgid "$mgid" --mlid "$m0" \
-		--count 2 --timeout-ms 1500
+		--count 2 --timeout-ms 15000
 	dp_mft_fresh "$m0"
 	"$DP_TOOL" send-mc --node node1 --mgid "$mgid" --mlid "$m0" \
 		--qkey "$qkey" --count 2 > /dev/null
