@@ -60,7 +60,8 @@ static int map_nodes(struct fabric_model *fm, const struct fabric_model *nf,
 		if (!d->ports)
 			return -ENOMEM;
 		for (int p = 0; p <= d->nports; p++)
-			d->ports[p] = (struct fm_port){ .peer = -1, .link = -1 };
+			d->ports[p] = (struct fm_port){ .peer = -1,
+							.link = -1 };
 		map[i] = n++;
 		fm->nnode = n;
 	}
