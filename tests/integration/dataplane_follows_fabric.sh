@@ -45,7 +45,7 @@ used_uplinks() {
 }
 group() {
 	"$CTL" --json wait 61 --timeout-ms 60000 2> /dev/null |
-		jq -r '.job.groups[0] | "\(.mgid) \(.mlid) \(.qkey)"'
+		jq -r '.job | "\(.groups[0].mgid) \(.groups[0].mlid) \(.qkey)"'
 }
 # deliver TAG: counters reset, node1 sends 2 packets to the group, the
 # receiver on node6 (the other leaf) says how many it got.

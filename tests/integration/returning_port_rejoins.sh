@@ -54,7 +54,8 @@ all5=$(printf 'node%s\n' $(seq 1 5) | sort | paste -sd,)
 run_ok "reserve job 51 on node[1-6], 2 groups" \
 	ctl reserve 51 --nodes 'node[1-6]' --groups 2
 run_ok "job 51 ready" ctl wait 51 --timeout-ms 30000
-read -r mgid m0 qkey <<< "$(job '.groups[0] | "\(.mgid) \(.mlid) \(.qkey)"')"
+# (The Q_Key is the job's, shared by its groups.)
+read -r mgid m0 qkey <<< "$(job ' | "\(.groups[0].mgid) \(.groups[0].mlid) \(.qkey)"')"
 m1=$(job '.groups[1].mlid')
 ok "$(both_reach "$all6 true"; echo $?)" \
 	"both groups' MFTs reach node1..node6 ($m0: $(reach "$m0"))"
