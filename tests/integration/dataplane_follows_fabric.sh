@@ -47,19 +47,13 @@ group() {
 	"$CTL" --json wait 61 --timeout-ms 60000 2> /dev/null |
 		jq -r '.job | "\(.groups[0].mgid) \(.groups[0].mlid) \(.qkey)"'
 }
-# deliver TAG: counters reset, node1 sends 2 packets to the group, the
-# receiver on node6 (the other leaf) says how many it got.
+# deliver TAG: node1 sends 2 packets to the group: "N6 N2", what node6
+# (the other leaf) and node2 (the same leaf, the control) got.
 deliver() {
-	dp_ctl reset > /dev/null
-	dp_recv_bg "$tmp/$1" --node node6 --mgid "$mgid" --mlid "$mlid" \
-		--count 2 --timeout-ms 15000
-	dp_mft_fresh "$mlid"
-	"$DP_TOOL" send-mc --node node1 --mgid "$mgid" --mlid "$mlid" \
-		--qkey "$qkey" --count 2 > /dev/null
-	dp_got "$tmp/$1"
+	dp_mc_probe "$1" node1 node6 node2 "$mgid" "$mlid" "$qkey"
 }
 tries=0
-delivers_both() { [ "$(deliver "try$((++tries))")" = 2 ]; }
+delivers_both() { [ "$(deliver "try$((++tries))")" = "2 2" ]; }
 
 # A daemon started while leaf1's port 8 is down knows no link there.
 full=$(topo link_directions)
@@ -71,7 +65,7 @@ is "$(topo link_directions)" "$((full - 2))" \
 "$CTL" reserve 61 --nodes 'node[1-8]' --groups 1 > /dev/null 2>&1
 read -r mgid mlid qkey <<< "$(group)"
 ok "$([ -n "$mlid" ]; echo $?)" "job 61 is ready with group $mlid"
-is "$(deliver first)" 2 "node6 receives the group's packets"
+is "$(deliver first)" "2 2" "node6 (and node2) receive the group's packets"
 up=$(used_uplinks)
 like "$up" '^[5-7]$' "they left leaf1 by uplink $up"
 
@@ -81,7 +75,7 @@ run_ok "stop OpenSM" sim stop-sm
 run_ok "take leaf1's uplink $up down" sim link down leaf1 "$up" --wait
 ok "$(wait_until 20 link_is_down "$up"; echo $?)" \
 	"the data plane sees leaf1's port $up down"
-is "$(deliver dead)" 0 "node6 receives nothing over the dead link"
+is "$(deliver dead)" "0 2" "node6 receives nothing over the dead link (node2 gets both)"
 drops=$(dp_ctl counters | jq --argjson p "$up" \
 	'[.links[] | select(.from == "leaf1" and .from_port == $p) | .drops.link_down] | add // 0')
 is "$drops" 2 "both packets were dropped at leaf1's port $up (link_down)"
@@ -90,7 +84,7 @@ is "$drops" 2 "both packets were dropped at leaf1's port $up (link_down)"
 # the job from its state file.
 run_ok "start OpenSM again" sim start-sm
 read -r mgid mlid qkey <<< "$(group)"
-is "$(deliver rerouted)" 2 "after the SM rerouted, node6 receives them again"
+is "$(deliver rerouted)" "2 2" "after the SM rerouted, node6 receives them again"
 now=$(used_uplinks)
 ok "$([ -n "$now" ] && [[ " $now " != *" $up "* ]]; echo $?)" \
 	"over another uplink ($now, not $up)"
