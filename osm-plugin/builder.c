@@ -42,12 +42,6 @@ static void desc_first_word(const osm_node_t *node, char *buf, size_t len)
 	buf[i] = '\0';
 }
 
-struct member_set {
-	osm_port_t **ports;
-	size_t count, cap;
-	uint8_t mtu, rate;
-};
-
 static int add_member(struct member_set *m, osm_port_t *port,
 		      const osm_physp_t *physp)
 {
@@ -73,10 +67,9 @@ static int add_member(struct member_set *m, osm_port_t *port,
 	return 0;
 }
 
-/* Under osm->lock. Collects every active HCA port of the named nodes. */
-static int resolve_members(osm_subn_t *subn, char *const *names,
-			   size_t count, struct member_set *m,
-			   enum ibmc_err *err, char *detail, size_t dlen)
+int ibmc__builder_resolve(osm_subn_t *subn, char *const *names,
+			  size_t count, struct member_set *m,
+			  enum ibmc_err *err, char *detail, size_t dlen)
 {
 	struct name_ref *refs;
 	unsigned char *found;
@@ -213,8 +206,8 @@ static int members_on_master(osm_opensm_t *osm, char *const *names,
 			 "multicast is disabled in OpenSM (disable_multicast)");
 		return -ENOTSUP;
 	}
-	return resolve_members(&osm->subn, names, count, m, err, detail,
-			       dlen);
+	return ibmc__builder_resolve(&osm->subn, names, count, m, err, detail,
+				     dlen);
 }
 
 static osm_mgrp_t *make_group(osm_opensm_t *osm, const uint8_t mgid[16],
@@ -236,6 +229,17 @@ static osm_mgrp_t *make_group(osm_opensm_t *osm, const uint8_t mgid[16],
 	rec->scope_state = ib_member_set_scope_state(
 		IB_MC_SCOPE_LINK_LOCAL, IB_MC_REC_STATE_FULL_MEMBER);
 	return osm_mcmr_rcv_find_or_create_new_mgrp(&osm->sa, comp_mask, rec);
+}
+
+bool ibmc__builder_join(osm_opensm_t *osm, osm_mgrp_t *mgrp, osm_port_t *port,
+			ib_member_rec_t *rec)
+{
+	rec->port_gid.unicast.prefix = osm->subn.opt.subnet_prefix;
+	rec->port_gid.unicast.interface_id = port->guid;
+	rec->scope_state = ib_member_set_scope_state(
+		IB_MC_SCOPE_LINK_LOCAL, IB_MC_REC_STATE_FULL_MEMBER);
+	return osm_mgrp_add_port(&osm->subn, &osm->log, mgrp, port, rec,
+				 FALSE) != NULL;
 }
 
 int ibmc__builder_create(struct ibmc_plugin *p, uint32_t job,
@@ -288,14 +292,7 @@ int ibmc__builder_create(struct ibmc_plugin *p, uint32_t job,
 		for (size_t i = 0; i < m.count; i++) {
 			osm_port_t *port = m.ports[i];
 
-			rec.port_gid.unicast.prefix =
-				osm->subn.opt.subnet_prefix;
-			rec.port_gid.unicast.interface_id = port->guid;
-			rec.scope_state = ib_member_set_scope_state(
-				IB_MC_SCOPE_LINK_LOCAL,
-				IB_MC_REC_STATE_FULL_MEMBER);
-			if (!osm_mgrp_add_port(&osm->subn, &osm->log, mgrp,
-					       port, &rec, FALSE)) {
+			if (!ibmc__builder_join(osm, mgrp, port, &rec)) {
 				*err = IBMC_ERR_INTERNAL;
 				snprintf(detail, dlen,
 					 "OpenSM could not add port 0x%016" PRIx64
@@ -366,12 +363,7 @@ int ibmc__builder_reshape(struct ibmc_plugin *p, const uint8_t mgid_raw[16],
 
 		if (osm_mgrp_get_mcm_port(mgrp, port->guid))
 			continue;
-		rec.port_gid.unicast.prefix = osm->subn.opt.subnet_prefix;
-		rec.port_gid.unicast.interface_id = port->guid;
-		rec.scope_state = ib_member_set_scope_state(
-			IB_MC_SCOPE_LINK_LOCAL, IB_MC_REC_STATE_FULL_MEMBER);
-		if (!osm_mgrp_add_port(&osm->subn, &osm->log, mgrp, port, &rec,
-				       FALSE)) {
+		if (!ibmc__builder_join(osm, mgrp, port, &rec)) {
 			*err = IBMC_ERR_INTERNAL;
 			snprintf(detail, dlen,
 				 "OpenSM could not add port 0x%016" PRIx64,

@@ -12,6 +12,34 @@
 #include "plugin.h"
 #include "registry.h"
 
+struct osm_port;
+struct osm_subn;
+struct osm_opensm;
+struct osm_mgrp;
+struct _ib_member_rec;
+
+/* The active HCA ports of a set of nodes, and the slowest rate and
+ * smallest MTU among them. */
+struct member_set {
+	struct osm_port **ports;
+	size_t count, cap;
+	uint8_t mtu, rate;
+};
+
+/* Under osm->lock: collects every active HCA port of the named nodes into
+ * m (m->ports is the caller's to free). -ENOENT with err and detail set
+ * when a node has no active port (its ports found so far are kept in m),
+ * -ENOMEM. */
+int ibmc__builder_resolve(struct osm_subn *subn, char *const *names,
+			  size_t count, struct member_set *m,
+			  enum ibmc_err *err, char *detail, size_t dlen);
+
+/* Under osm->lock: port joins mgrp as a full member with rec (the group's
+ * record; its port GID and join state are set here), as a member's SA
+ * join would; OpenSM then reroutes the MLID. false if OpenSM could not. */
+bool ibmc__builder_join(struct osm_opensm *osm, struct osm_mgrp *mgrp,
+			struct osm_port *port, struct _ib_member_rec *rec);
+
 /* Create job's ngroups groups, with indices first_index and on, spanning
  * every active HCA port of the named nodes (matched against the first
  * word of each CA's NodeDescription). Takes osm->lock exclusively. On

@@ -283,7 +283,7 @@ static json_t *op_status(struct ibmc_plugin *p, const struct ibmc_request *r)
 		"{s:b, s:{s:s, s:s, s:b, s:b, s:i, s:s*, s:s*, s:s*},"
 		" s:{s:i, s:i, s:i},"
 		" s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
-		" s:I}, s:o*}",
+		" s:I, s:I}, s:o*}",
 		"ok", 1,
 		"server", "version", IBMCAST_VERSION, "sm_state",
 		sm_state_name(p->osm->subn.sm_state), "subnet_up",
@@ -305,7 +305,7 @@ static json_t *op_status(struct ibmc_plugin *p, const struct ibmc_request *r)
 		(json_int_t)c->readback_mismatches, "verifications",
 		(json_int_t)c->verifications, "rebuilds",
 		(json_int_t)c->rebuilds, "prunes", (json_int_t)c->prunes,
-		"grows", (json_int_t)c->grows,
+		"grows", (json_int_t)c->grows, "rejoins", (json_int_t)c->rejoins,
 		"jobs", jobs);
 	pthread_mutex_unlock(&p->reg.lock);
 	return reply;

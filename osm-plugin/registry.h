@@ -76,6 +76,7 @@ struct ibmc_counters {
 	uint64_t smp_reads, readback_mismatches;
 	uint64_t verifications, rebuilds; /* re-checks of ready groups */
 	uint64_t prunes, grows; /* accepted changes, not repeats */
+	uint64_t rejoins; /* member ports re-added to a group on return */
 };
 
 struct ibmc_registry {
