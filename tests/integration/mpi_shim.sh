@@ -54,13 +54,15 @@ need_file "$ARPROG" "tests/mpi/allreduce_mpi"
 need_file "$AGPROG" "tests/mpi/allgather_mpi"
 PPROG=$top_builddir/tests/mpi/progress_mpi
 need_file "$PPROG" "tests/mpi/progress_mpi"
+TPROG=$top_builddir/tests/mpi/threads_mpi
+need_file "$TPROG" "tests/mpi/threads_mpi"
 # Open MPI's build of the shim, when configure made one (the reverse of
 # ompi_coll.sh's mismatch case).
 OSHIM=$top_builddir/libjob/.libs/libibmcast_ompi.so
 need_file "$OSHIM" "libjob/libibmcast_ompi.so (configure --with-openmpi-shim)"
 need_file "$IBMCASTCTL" "tools/ibmcastctl"
 
-plan 56
+plan 58
 
 # Under the sanitizer build: MPICH (UCX) leaks from modules it unloads
 # before exit, which LeakSanitizer cannot name to suppress (a plain
@@ -412,4 +414,21 @@ ok "$([ "$(sed -n 's/.* over ibmcast (mcast \([0-9]*\),.*/\1/p' <<< "$fb")" -gt 
       [ "$(rx_minus_tx)" -gt 0 ]; echo $?)" \
 	"Fortran: MPI_BCAST over multicast, MPI_ALLREDUCE of an INTEGER by libibmcast, none passed to MPICH" ||
 	diag "$fr"
+
+# --- MPI_THREAD_MULTIPLE ---------------------------------------------------
+# 4 threads per rank, each with its own duplicate of MPI_COMM_WORLD, run
+# broadcasts, allreduces, allgathers and barriers at the same time.
+dp_ctl reset > /dev/null
+rc=0
+RUN_PROG=$TPROG mpirun "$tmp/threads.out" LD_PRELOAD="$SHIM" \
+	IBMCAST_MPI_VERBOSE=1 || rc=$?
+is "$rc/$(grep -cE '^threads_mpi: rank [0-9]+: 2400 calls, 0 errors$' "$tmp/threads.out")" \
+	"0/$NRANKS" "MPI_THREAD_MULTIPLE: 4 threads at once on 4 communicators, every result right" ||
+	diag "$(grep -v ' ok$' "$tmp/threads.out" | tail -n 20)"
+like "$(grep -c -e ': 600 MPI_Bcast over ibmcast .*, 0 passed to MPI' \
+	-e ': 600 MPI_Barrier over ibmcast .*, 0 passed to MPI' \
+	-e ': 600 MPI_Allreduce over ibmcast .*, 0 passed to MPI' \
+	-e ': 600 MPI_Allgather over ibmcast .*, 0 passed to MPI' "$tmp/threads.out")" '^4$' \
+	"  every call went over ibmcast, none passed to MPICH" ||
+	diag "$(grep '^ibmcast_mpi: rank 0' "$tmp/threads.out")"
 
