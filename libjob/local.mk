@@ -75,7 +75,8 @@ libjob_tests = \
 	tests/libjob/test_bcast_fallback \
 	tests/libjob/test_barrier \
 	tests/libjob/test_early_return \
-	tests/libjob/test_allgather
+	tests/libjob/test_allgather \
+	tests/libjob/test_node_shm
 check_PROGRAMS += $(libjob_tests)
 TESTS += $(libjob_tests)
 libjob_test_ldadd = libjob/libibmcast_core.la common/libibmcast_common.la \
@@ -104,5 +105,8 @@ tests_libjob_test_early_return_LDADD = $(libjob_test_ldadd)
 tests_libjob_test_allgather_SOURCES = tests/libjob/test_allgather.c \
 	$(libjob_test_helpers)
 tests_libjob_test_allgather_LDADD = $(libjob_test_ldadd)
+tests_libjob_test_node_shm_SOURCES = tests/libjob/test_node_shm.c \
+	$(libjob_test_helpers)
+tests_libjob_test_node_shm_LDADD = $(libjob_test_ldadd)
 
 include $(srcdir)/libjob/transports.mk
