@@ -41,6 +41,7 @@ libjob_libibmcast_core_la_SOURCES = \
 	libjob/coll/allreduce.c libjob/coll/allreduce.h \
 	libjob/coll/allreduce_rd.c \
 	libjob/coll/allreduce_tree.c \
+	libjob/coll/allreduce_shm.c \
 	libjob/tr_registry.c \
 	libjob/tr_loopback.c
 libjob_libibmcast_core_la_LIBADD = common/libibmcast_common.la -lpthread

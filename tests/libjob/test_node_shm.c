@@ -239,10 +239,11 @@ static void ag_case(const char *what, const int *node, int n,
 
 static atomic_int gone_rc[MAXR], seen_seg, left_seg;
 
-/* Entries of /dev/shm named after this job's segments. */
+/* Entries of /dev/shm named after this job's segments of this rank's
+ * node. */
 static int job_segments(ibmc_context_t *ctx)
 {
-	char prefix[64];
+	char prefix[64], node[16];
 	struct dirent *e;
 	DIR *d = opendir("/dev/shm");
 	int n = 0;
@@ -251,8 +252,10 @@ static int job_segments(ibmc_context_t *ctx)
 		return 0;
 	snprintf(prefix, sizeof(prefix), "ibmcast-%u-%08x-",
 		 (unsigned)getuid(), ctx->job_key);
+	snprintf(node, sizeof(node), "-%08x-", ctx->node[ctx->rank]);
 	while ((e = readdir(d)))
-		n += !strncmp(e->d_name, prefix, strlen(prefix));
+		n += !strncmp(e->d_name, prefix, strlen(prefix)) &&
+		     strstr(e->d_name + strlen(prefix), node);
 	closedir(d);
 	return n;
 }
@@ -312,9 +315,109 @@ static void absent_case(int victim, const char *who)
 	       left_seg);
 }
 
+static atomic_int mm_size, mm_zero, mm_other;
+
+/* --- allreduce: node reduce, leaders' tree, result multicast ---------- */
+
+struct red {
+	const char *algo;
+	atomic_int ok, bad;
+	double dres[MAXR];		/* each rank's double result, first */
+	char used[MAXR][24];
+};
+
+static int ar(ibmc_context_t *ctx, int rank, void *arg)
+{
+	static const size_t counts[] = { 0, 1, 7, 1000, 100000 };
+	struct red *p = arg;
+	ibmc_comm_t *c;
+	int n = ibmc_context_size(ctx), i, rc, bad;
+	size_t k;
+
+	if (ibmc_comm_create(ctx, NULL, 0, &c) ||
+	    ibmc_comm_set_algo(c, "allreduce", p->algo))
+		return 1;
+	for (i = 0; i < 5; i++) {
+		size_t cnt = counts[i];
+		int64_t *v = malloc(cnt * 8 + 8), *o = malloc(cnt * 8 + 8);
+		double *dv = malloc(cnt * 8 + 8), *dout = malloc(cnt * 8 + 8);
+
+		if (!v || !o || !dv || !dout)
+			return 1;
+		for (k = 0; k < cnt; k++) {
+			v[k] = (int64_t)rank * 1000003 + (int64_t)k;
+			dv[k] = 1.0 / (rank + 3) + (double)k * 1e-7;
+		}
+		rc = ibmc_allreduce(c, v, o, cnt, IBMC_INT64, IBMC_SUM);
+		rc = rc ?: ibmc_allreduce(c, dv, dout, cnt, IBMC_DOUBLE,
+					  IBMC_SUM);
+		bad = rc != 0;
+		for (k = 0; !bad && k < cnt; k++)
+			bad = o[k] != (int64_t)n * (n - 1) / 2 * 1000003 +
+				      (int64_t)n * (int64_t)k;
+		if (!rc && cnt)
+			p->dres[rank] = dout[cnt - 1];
+		if (bad) {
+			fprintf(stderr, "# allreduce %s rank %d count %zu: %s\n",
+				p->algo, rank, cnt,
+				rc ? strerror(-rc) : "wrong sum");
+			atomic_fetch_add(&p->bad, 1);
+		} else {
+			atomic_fetch_add(&p->ok, 1);
+		}
+		free(v);
+		free(o);
+		free(dv);
+		free(dout);
+	}
+	snprintf(p->used[rank], sizeof(p->used[rank]), "%s",
+		 ibmc_comm_last_algo(c, "allreduce"));
+	return ibmc_comm_free(c);
+}
+
+static void ar_case(const char *what, const int *node, int n,
+		    const char *algo, const char *want)
+{
+	struct red p = { .algo = algo };
+	double t0 = lbjob_now();
+	int fails, r, same = 1, bits = 1;
+
+	lbjob_env(2, 2048);
+	set_nodes(node, n);
+	fails = lbjob_run(n, ar, &p);
+	for (r = 0; r < n; r++) {
+		same &= !strcmp(p.used[r], want);
+		bits &= !memcmp(&p.dres[r], &p.dres[0], sizeof(double));
+	}
+	tap_ok(!fails && !p.bad && p.ok == n * 5 && same && bits,
+	       "allreduce %s, %s: %d/%d ok (int64 SUM exact, double SUM bit-identical on all ranks: %s), 0..100000 elements, used %s (want %s), %.2fs",
+	       algo, what, (int)p.ok, n * 5, bits ? "yes" : "no", p.used[0],
+	       want, lbjob_now() - t0);
+}
+
+static atomic_int ar_size, ar_zero;
+
+static int ar_mismatch(ibmc_context_t *ctx, int rank, void *arg)
+{
+	int32_t v[64] = { 0 }, out[64];
+	ibmc_comm_t *c;
+	int rc;
+
+	(void)arg;
+	if (ibmc_comm_create(ctx, NULL, 0, &c) ||
+	    ibmc_comm_set_algo(c, "allreduce", "shm_mcast"))
+		return 1;
+	rc = ibmc_allreduce(c, v, out, rank == 1 ? 32 : 64, IBMC_INT32,
+			    IBMC_SUM);
+	atomic_fetch_add(rc == -EMSGSIZE ? &ar_size : rc ? &mm_other :
+			 &ar_zero, 1);
+	lbjob_barrier();
+	ibmc_comm_free(c);
+	return 0;
+}
+
 /* --- mismatched block sizes on a node ---------------------------------- */
 
-static atomic_int mm_size, mm_zero, mm_other;
 
 static int mismatch(ibmc_context_t *ctx, int rank, void *arg)
 {
@@ -368,6 +471,15 @@ int main(void)
 	ag_case("4 nodes, 1 per node", one_per, 4, "auto",
 		"recursive_doubling", 0);
 
+	ar_case("3 nodes, 2 per node (block)", two_block, 6, "shm_mcast",
+		"shm_mcast");
+	ar_case("12 ranks, 8+1+3 interleaved", uneven, 12, "shm_mcast",
+		"shm_mcast");
+	ar_case("7 ranks on 4 nodes 2+1+1+3", uneven4, 7, "auto",
+		"shm_mcast");
+	ar_case("one node of 5", five, 5, "shm_mcast", "shm_mcast");
+	ar_case("4 nodes, 1 per node", one_per, 4, "auto", "mcast");
+
 	setenv("IBMCAST_BCAST_TIMEOUT_MS", "1500", 1);
 	absent_case(4, "a local rank (rank 4, node 1)");
 	absent_case(2, "a node leader (rank 2, node 1)");
@@ -378,6 +490,13 @@ int main(void)
 	tap_ok(mm_size > 0 && !mm_zero,
 	       "rank 1 gives 16-byte blocks, its node 32: EMSGSIZE reported, no rank returned a result (%d EMSGSIZE, %d other errors)",
 	       (int)mm_size, (int)mm_other);
+	mm_other = 0;
+	lbjob_env(2, 2048);
+	set_nodes(mm, 4);
+	lbjob_run(4, ar_mismatch, NULL);
+	tap_ok(ar_size > 0 && !ar_zero,
+	       "allreduce shm_mcast, rank 1 passes 32 elements, its node 64: EMSGSIZE reported, no rank returned a result (%d EMSGSIZE, %d other errors)",
+	       (int)ar_size, (int)mm_other);
 	unsetenv("IBMCAST_LOOPBACK_NODES");
 	tap_plan(tap__n);
 	return tap_done();
