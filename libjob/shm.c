@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "libjob/comm.h"
 #include "libjob/shm.h"
@@ -208,8 +209,8 @@ void ibmc__shm_free(struct ibmc__shm *s)
 	free(s);
 }
 
-int ibmc__shm_count(const struct ibmc__shm *s, int nlocal, int which,
-		    uint32_t stamp)
+static int count(const struct ibmc__shm *s, int nlocal, int which,
+		 uint32_t stamp)
 {
 	int i, n = 0;
 	uint32_t f;
@@ -221,4 +222,50 @@ int ibmc__shm_count(const struct ibmc__shm *s, int nlocal, int which,
 		n += ibmc__stamp_reached(f, stamp);
 	}
 	return n;
+}
+
+int ibmc__shm_call_begin(struct ibmc__shm_call *k, struct ibmc_comm *c)
+{
+	memset(k, 0, sizeof(*k));
+	k->shm = ibmc__shm_get(c);
+	if (!k->shm)
+		return -ENOMEM;
+	/* 0 is every flag's value in a new segment: never a call's. */
+	k->stamp = ++k->shm->stamp;
+	if (!k->stamp)
+		k->stamp = ++k->shm->stamp;
+	ibmc__shm_moved(k);
+	return 0;
+}
+
+void ibmc__shm_moved(struct ibmc__shm_call *k)
+{
+	k->moved_ms = ibmc__now_ms();
+}
+
+int ibmc__shm_wait_all(struct ibmc__shm_call *k, int nlocal, int which,
+		       uint32_t stamp)
+{
+	int n = count(k->shm, nlocal, which, stamp);
+
+	if (n != k->nseen) {
+		k->nseen = n;
+		ibmc__shm_moved(k);
+	}
+	if (n < nlocal)
+		return IBMC_INPROGRESS;
+	k->nseen = 0;
+	return 0;
+}
+
+int ibmc__shm_wait_free(struct ibmc__shm_call *k, int nlocal)
+{
+	if (k->stamp == k->shm->first_stamp)
+		return 0;
+	return ibmc__shm_wait_all(k, nlocal, 1, k->stamp - 1);
+}
+
+int ibmc__shm_stale(const struct ibmc__shm_call *k, int timeout_ms)
+{
+	return timeout_ms && ibmc__now_ms() - k->moved_ms > timeout_ms;
 }

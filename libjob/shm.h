@@ -84,9 +84,35 @@ static inline int ibmc__stamp_reached(uint32_t flag, uint32_t stamp)
 	return (int32_t)(flag - stamp) >= 0;
 }
 
-/* Number of local ranks whose written (or copied: which 1) flag reached
- * stamp. */
-int ibmc__shm_count(const struct ibmc__shm *s, int nlocal, int which,
-		    uint32_t stamp);
+/*
+ * One call's place on its node: its number (stamp) and when the node last
+ * moved, for the bounded-time rule (a local rank that stops moving fails
+ * the others' calls after the timeout, never hangs them).
+ */
+struct ibmc__shm_call {
+	struct ibmc__shm *shm;
+	uint32_t stamp;
+	int nseen;			/* flags seen at the last look */
+	int64_t moved_ms;
+};
+
+/* Number the call on c's segment state (every local rank numbers the
+ * same calls alike); -ENOMEM. */
+int ibmc__shm_call_begin(struct ibmc__shm_call *k, struct ibmc_comm *c);
+
+/* Something moved on the node now. */
+void ibmc__shm_moved(struct ibmc__shm_call *k);
+
+/* 0 when the written (which 0) or copied (1) flag of every one of the
+ * nlocal ranks reached stamp, else IBMC_INPROGRESS. */
+int ibmc__shm_wait_all(struct ibmc__shm_call *k, int nlocal, int which,
+		       uint32_t stamp);
+
+/* 0 when the call may write into the segment: it is the segment's first,
+ * or every local rank took out what the previous call left there. */
+int ibmc__shm_wait_free(struct ibmc__shm_call *k, int nlocal);
+
+/* 1 when nothing moved on the node for timeout_ms (0: never). */
+int ibmc__shm_stale(const struct ibmc__shm_call *k, int timeout_ms);
 
 #endif

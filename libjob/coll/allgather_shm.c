@@ -36,26 +36,19 @@ struct ag {
 	struct ibmc__xfers xs;	/* first: the xfers task helpers use it */
 	const struct ibmc__topo *topo;
 	struct ibmc__shm *shm;
-	uint32_t stamp;
+	struct ibmc__shm_call call;
 	int state;
 	int leader;
 	int rd;			/* leaders: recursive doubling, else ring */
 	int nsteps;		/* network steps */
 	int copied;		/* steps this rank copied out */
 	int sent;		/* leader: sends posted */
-	int64_t local_ms;	/* last move on the node */
 	int64_t beat;		/* the leader's last beat seen */
-	int nseen;		/* flags seen at the last look */
 };
 
 static size_t blen(const struct ibmc__task *t)
 {
 	return t->args.len;
-}
-
-static void moved(struct ag *a)
-{
-	a->local_ms = ibmc__now_ms();
 }
 
 /* Copy node n's blocks from the segment to their ranks' places. */
@@ -149,8 +142,7 @@ static int start(struct ibmc__task *t)
 		return -ENOMEM;
 	t->priv = a;
 	a->topo = ibmc__comm_topo(c);
-	a->shm = ibmc__shm_get(c);
-	if (!a->topo || !a->shm)
+	if (!a->topo)
 		return -ENOMEM;
 	L = a->topo->nnodes;
 	a->leader = a->topo->local_rank == 0;
@@ -162,12 +154,11 @@ static int start(struct ibmc__task *t)
 		a->nsteps = L - 1;
 	if (ibmc__xfers_init(&a->xs, t, a->leader ? 2 * a->nsteps : 0))
 		return -ENOMEM;
-	moved(a);
 	/* The last thing that can fail: every local rank numbers the
 	 * same calls alike. */
-	a->stamp = ++a->shm->stamp;
-	if (!a->stamp)
-		a->stamp = ++a->shm->stamp;
+	if (ibmc__shm_call_begin(&a->call, c))
+		return -ENOMEM;
+	a->shm = a->call.shm;
 	return 0;
 }
 
@@ -178,17 +169,9 @@ static int gather_in(struct ibmc__task *t, struct ag *a)
 	const struct ibmc__topo *tp = a->topo;
 	struct ibmc__shm_flags *f;
 	size_t bl = blen(t);
-	int n;
 
-	if (a->stamp != a->shm->first_stamp) {
-		n = ibmc__shm_count(a->shm, tp->local_size, 1, a->stamp - 1);
-		if (n != a->nseen) {
-			a->nseen = n;
-			moved(a);
-		}
-		if (n < tp->local_size)
-			return IBMC_INPROGRESS;
-	}
+	if (ibmc__shm_wait_free(&a->call, tp->local_size))
+		return IBMC_INPROGRESS;
 	if (bl)
 		memcpy(a->shm->data + (size_t)(tp->first[tp->my_node] +
 					       tp->local_rank) * bl,
@@ -196,9 +179,8 @@ static int gather_in(struct ibmc__task *t, struct ag *a)
 		       (size_t)t->comm->rank * bl, bl);
 	f = &a->shm->hdr->flag[tp->local_rank];
 	f->len = bl;
-	atomic_store_explicit(&f->written, a->stamp, memory_order_release);
-	a->nseen = 0;
-	moved(a);
+	atomic_store_explicit(&f->written, a->call.stamp,
+			      memory_order_release);
 	return 0;
 }
 
@@ -206,13 +188,9 @@ static int gather_in(struct ibmc__task *t, struct ag *a)
 static int gather_wait(struct ibmc__task *t, struct ag *a)
 {
 	const struct ibmc__topo *tp = a->topo;
-	int n = ibmc__shm_count(a->shm, tp->local_size, 0, a->stamp), i;
+	int i;
 
-	if (n != a->nseen) {
-		a->nseen = n;
-		moved(a);
-	}
-	if (n < tp->local_size)
+	if (ibmc__shm_wait_all(&a->call, tp->local_size, 0, a->call.stamp))
 		return IBMC_INPROGRESS;
 	for (i = 0; i < tp->local_size; i++)
 		if (a->shm->hdr->flag[i].len != blen(t)) {
@@ -224,7 +202,6 @@ static int gather_wait(struct ibmc__task *t, struct ag *a)
 			return -EMSGSIZE;
 		}
 	copy_node(t, a, tp->my_node);
-	moved(a);
 	return 0;
 }
 
@@ -242,20 +219,20 @@ static int steps_done(struct ibmc__task *t, struct ag *a)
 				break;
 		atomic_store_explicit(&h->beat, a->xs.progress_ms,
 				      memory_order_relaxed);
-		atomic_store_explicit(&h->steps, (uint64_t)a->stamp << 32 |
+		atomic_store_explicit(&h->steps, (uint64_t)a->call.stamp << 32 |
 				      (uint32_t)s, memory_order_release);
 		return s;
 	}
 	f = atomic_load_explicit(&h->failed, memory_order_acquire);
-	if ((uint32_t)(f >> 32) == a->stamp && (uint32_t)f)
+	if ((uint32_t)(f >> 32) == a->call.stamp && (uint32_t)f)
 		return -(int)(uint32_t)f;
 	beat = atomic_load_explicit(&h->beat, memory_order_relaxed);
 	if (beat != a->beat) {
 		a->beat = beat;
-		moved(a);
+		ibmc__shm_moved(&a->call);
 	}
 	w = atomic_load_explicit(&h->steps, memory_order_acquire);
-	if ((uint32_t)(w >> 32) != a->stamp)
+	if ((uint32_t)(w >> 32) != a->call.stamp)
 		return 0;
 	return (int)(uint32_t)w;
 }
@@ -288,14 +265,14 @@ static int run_steps(struct ibmc__task *t, struct ag *a, int64_t now)
 		step_nodes(a, a->copied, &lo, &hi);
 		for (n = lo; n < hi; n++)
 			copy_node(t, a, n);
-		moved(a);
+		ibmc__shm_moved(&a->call);
 	}
 	if (a->copied < a->nsteps)
 		return IBMC_INPROGRESS;
 	if (a->leader && !ibmc__xfers_all_done(&a->xs))
 		return IBMC_INPROGRESS;
 	atomic_store_explicit(&a->shm->hdr->flag[a->topo->local_rank].copied,
-			      a->stamp, memory_order_release);
+			      a->call.stamp, memory_order_release);
 	return 0;
 }
 
@@ -308,7 +285,7 @@ static int progress(struct ibmc__task *t, int64_t now)
 		switch (a->state) {
 		case S_ATTACH:
 			rc = ibmc__shm_ensure(t->comm, (size_t)t->comm->size *
-					      blen(t), a->stamp);
+					      blen(t), a->call.stamp);
 			break;
 		case S_FREE:
 			rc = gather_in(t, a);
@@ -324,8 +301,7 @@ static int progress(struct ibmc__task *t, int64_t now)
 		}
 		if (!rc) {
 			a->state++;
-			a->nseen = 0;
-			moved(a);
+			ibmc__shm_moved(&a->call);
 		}
 	}
 	if (rc < 0)
@@ -337,7 +313,7 @@ static int progress(struct ibmc__task *t, int64_t now)
 		if (rc)
 			return rc;
 	}
-	if (timeout && ibmc__now_ms() - a->local_ms > timeout &&
+	if (ibmc__shm_stale(&a->call, timeout) &&
 	    (!a->leader || a->state != S_STEPS ||
 	     ibmc__now_ms() - a->xs.progress_ms > timeout)) {
 		ibmc_log(IBMC_LOG_ERROR,
@@ -372,7 +348,7 @@ static void complete(struct ibmc__task *t, int rc)
 		 * sure no name outlives a node that never finished mapping. */
 		if (a->leader && h && a->state > S_ATTACH)
 			atomic_store_explicit(&h->failed,
-					      (uint64_t)a->stamp << 32 |
+					      (uint64_t)a->call.stamp << 32 |
 					      (uint32_t)-rc,
 					      memory_order_release);
 		ibmc__shm_abandon(a->shm);

@@ -30,19 +30,12 @@ struct ars {
 	struct ibmc__ar_args *a;
 	const struct ibmc__topo *topo;
 	struct ibmc__shm *shm;
-	uint32_t stamp;
+	struct ibmc__shm_call call;
 	int state;
 	int leader;
 	struct ibmc__task inner;	/* leaders: the tree reduce */
 	int inner_on;
-	int64_t local_ms;
-	int nseen;
 };
-
-static void moved(struct ars *s)
-{
-	s->local_ms = ibmc__now_ms();
-}
 
 /* What the node's ranks must agree on: the vector's bytes, its type and
  * operation. */
@@ -64,14 +57,10 @@ static int start(struct ibmc__task *t)
 	s->a = a;
 	t->priv = s;
 	s->topo = ibmc__comm_topo(t->comm);
-	s->shm = ibmc__shm_get(t->comm);
-	if (!s->topo || !s->shm)
+	if (!s->topo || ibmc__shm_call_begin(&s->call, t->comm))
 		return -ENOMEM;
+	s->shm = s->call.shm;
 	s->leader = s->topo->local_rank == 0;
-	moved(s);
-	s->stamp = ++s->shm->stamp;
-	if (!s->stamp)
-		s->stamp = ++s->shm->stamp;
 	return 0;
 }
 
@@ -80,27 +69,19 @@ static int write_in(struct ibmc__task *t, struct ars *s)
 {
 	const struct ibmc__topo *tp = s->topo;
 	struct ibmc__shm_flags *f;
-	int n;
 
-	if (s->stamp != s->shm->first_stamp) {
-		n = ibmc__shm_count(s->shm, tp->local_size, 1, s->stamp - 1);
-		if (n != s->nseen) {
-			s->nseen = n;
-			moved(s);
-		}
-		if (n < tp->local_size)
-			return IBMC_INPROGRESS;
-	}
+	if (ibmc__shm_wait_free(&s->call, tp->local_size))
+		return IBMC_INPROGRESS;
 	f = &s->shm->hdr->flag[tp->local_rank];
 	if (t->args.len)
 		memcpy(s->shm->data + (size_t)tp->local_rank * t->args.len,
 		       s->a->buf, t->args.len);
 	f->len = agreement(t, s);
-	atomic_store_explicit(&f->written, s->stamp, memory_order_release);
+	atomic_store_explicit(&f->written, s->call.stamp, memory_order_release);
 	/* A local rank is done with the segment now: the result comes by
 	 * the broadcast. */
 	if (!s->leader)
-		atomic_store_explicit(&f->copied, s->stamp,
+		atomic_store_explicit(&f->copied, s->call.stamp,
 				      memory_order_release);
 	return 0;
 }
@@ -112,16 +93,11 @@ static int reduce_node(struct ibmc__task *t, struct ars *s)
 	const struct ibmc__topo *tp = s->topo;
 	struct ibmc__ar_args *ia;
 	size_t len = t->args.len;
-	int n, i;
+	int i;
 
 	if (!s->leader)
 		return 0;
-	n = ibmc__shm_count(s->shm, tp->local_size, 0, s->stamp);
-	if (n != s->nseen) {
-		s->nseen = n;
-		moved(s);
-	}
-	if (n < tp->local_size)
+	if (ibmc__shm_wait_all(&s->call, tp->local_size, 0, s->call.stamp))
 		return IBMC_INPROGRESS;
 	for (i = 0; i < tp->local_size; i++)
 		if (s->shm->hdr->flag[i].len != agreement(t, s)) {
@@ -145,7 +121,7 @@ static int reduce_node(struct ibmc__task *t, struct ars *s)
 				     s->shm->data + (size_t)i * len, s->a->buf,
 				     s->a->count);
 	}
-	atomic_store_explicit(&s->shm->hdr->flag[0].copied, s->stamp,
+	atomic_store_explicit(&s->shm->hdr->flag[0].copied, s->call.stamp,
 			      memory_order_release);
 	ia = malloc(sizeof(*ia));
 	if (!ia)
@@ -172,7 +148,7 @@ static int progress(struct ibmc__task *t, int64_t now)
 		switch (s->state) {
 		case S_ATTACH:
 			rc = ibmc__shm_ensure(t->comm, (size_t)s->topo->local_size *
-					      t->args.len, s->stamp);
+					      t->args.len, s->call.stamp);
 			break;
 		case S_FREE:
 			rc = write_in(t, s);
@@ -187,15 +163,14 @@ static int progress(struct ibmc__task *t, int64_t now)
 		}
 		if (!rc) {
 			s->state++;
-			s->nseen = 0;
-			moved(s);
+			ibmc__shm_moved(&s->call);
 		}
 	}
 	if (rc < 0)
 		return rc;
 	if (s->state == S_DONE || s->state == S_NET)
 		return s->state == S_DONE ? 0 : IBMC_INPROGRESS;
-	if (timeout && ibmc__now_ms() - s->local_ms > timeout) {
+	if (ibmc__shm_stale(&s->call, timeout)) {
 		ibmc_log(IBMC_LOG_ERROR,
 			 "libibmcast: rank %d: communicator %08x: allreduce #%u: nothing moved on this node for %d ms (a local rank is gone?)",
 			 t->comm->rank, t->comm->id, t->seq, timeout);

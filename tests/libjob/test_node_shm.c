@@ -35,7 +35,7 @@
 static void topo_case(const char *what, const uint32_t *id, int n,
 		      const int *members, int size, int nnodes_want)
 {
-	struct ibmc__topo *t, *mine;
+	struct ibmc__topo *t, *mine = NULL;
 	int r, j, bad = 0, prev;
 
 	for (r = 0; r < size; r++) {
@@ -70,6 +70,10 @@ static void topo_case(const char *what, const uint32_t *id, int n,
 			mine = t;
 		else
 			ibmc__topo_free(t);
+	}
+	if (!mine) {
+		tap_ok(0, "%s: no ranks", what);
+		return;
 	}
 	tap_ok(!bad, "topology, %s: %d nodes, leaders %d..., %d on rank 0's node (errors %#x)",
 	       what, mine->nnodes, mine->leaders[0], mine->local_size, bad);
