@@ -111,9 +111,10 @@ static int post_send(struct ibmc__task *t, struct ag *a, int k)
 			       node_ptr(a, bl, lo), nodes_len(a, bl, lo, hi));
 }
 
-/* Leader: every receive at once (their places are known), and the first
- * send. */
-static int post_network(struct ibmc__task *t, struct ag *a)
+/* Leader: every receive at once (their places are known), as soon as the
+ * segment is free for this call, so that a faster peer leader's first
+ * fragments find them. */
+static int post_recvs(struct ibmc__task *t, struct ag *a)
 {
 	const struct ibmc__topo *tp = a->topo;
 	int L = tp->nnodes, m = tp->my_node, s, lo, hi, peer, rc = 0;
@@ -127,8 +128,6 @@ static int post_network(struct ibmc__task *t, struct ag *a)
 				     node_ptr(a, bl, lo),
 				     nodes_len(a, bl, lo, hi));
 	}
-	if (!rc && a->nsteps)
-		rc = post_send(t, a, 0);
 	return rc;
 }
 
@@ -289,11 +288,14 @@ static int progress(struct ibmc__task *t, int64_t now)
 			break;
 		case S_FREE:
 			rc = gather_in(t, a);
+			if (!rc && a->leader)
+				rc = post_recvs(t, a);
 			break;
 		case S_GATHER:
+			/* The node's blocks are in: the first send can go. */
 			rc = gather_wait(t, a);
-			if (!rc && a->leader)
-				rc = post_network(t, a);
+			if (!rc && a->leader && a->nsteps)
+				rc = post_send(t, a, 0);
 			break;
 		case S_STEPS:
 			rc = run_steps(t, a, now);
