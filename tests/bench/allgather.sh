@@ -296,7 +296,7 @@ else
 			seen = 1
 			printf "  %2d nodes x%d %8d B: %.2fx fewer bytes, %.2fx fewer packets than %s (target %dx), time %.0f vs %.0f us  %s\n",
 				f[1], f[2], f[3], qb, qp, best == "ring" ? "ring" : "rd", want,
-				t[k, "shm_leader"], t[k, best], qb >= want && qp >= want ? "met" : "NOT met"
+				t[k, "shm_leader"], t[k, best], ((qb >= want && qp >= want) ? "met" : "NOT met")
 			if (qb < want || qp < want) ok = 0
 		}
 		if (!seen) print "  no point with 2 or more ranks per node in this run"
