@@ -86,12 +86,11 @@ static int write_in(struct ibmc__task *t, struct ars *s)
 	return 0;
 }
 
-/* Leader: every vector in, reduced in rank order into its buffer; then
- * the leaders' tree starts from it. */
+/* Leader: every vector in, reduced in rank order into its buffer, where
+ * the leaders' tree takes it from. */
 static int reduce_node(struct ibmc__task *t, struct ars *s)
 {
 	const struct ibmc__topo *tp = s->topo;
-	struct ibmc__ar_args *ia;
 	size_t len = t->args.len;
 	int i;
 
@@ -123,7 +122,18 @@ static int reduce_node(struct ibmc__task *t, struct ars *s)
 	}
 	atomic_store_explicit(&s->shm->hdr->flag[0].copied, s->call.stamp,
 			      memory_order_release);
-	ia = malloc(sizeof(*ia));
+	return 0;
+}
+
+/* Leader: the leaders' tree, started (its receives posted) as soon as
+ * this call owns the segment, so that a child leader's vector is not
+ * dropped while this node is still reducing; the tree takes this rank's
+ * vector only once its children's are in, and progresses from S_NET on. */
+static int start_tree(struct ibmc__task *t, struct ars *s)
+{
+	const struct ibmc__topo *tp = s->topo;
+	struct ibmc__ar_args *ia = malloc(sizeof(*ia));
+
 	if (!ia)
 		return -ENOMEM;
 	*ia = *s->a;
@@ -152,6 +162,8 @@ static int progress(struct ibmc__task *t, int64_t now)
 			break;
 		case S_FREE:
 			rc = write_in(t, s);
+			if (!rc && s->leader)
+				rc = start_tree(t, s);
 			break;
 		case S_LOCAL:
 			rc = reduce_node(t, s);
@@ -184,8 +196,9 @@ static void input(struct ibmc__task *t, const struct ibmc__hdr *h,
 {
 	struct ars *s = t->priv;
 
-	/* Before the leaders' tree starts, a child leader's fragments are
-	 * dropped: it sends them again. */
+	/* Before the leaders' tree starts (this leader waits for the
+	 * previous call to leave the segment), a child leader's fragments
+	 * are dropped: it sends them again. */
 	if (s->inner_on)
 		s->inner.ops->input(&s->inner, h, payload, plen, is_mcast);
 }

@@ -68,8 +68,6 @@ static int start(struct ibmc__task *t)
 	r->in = calloc((size_t)n + 1, sizeof(*r->in));
 	if (!r->acc || !r->order || !r->in)
 		return -ENOMEM;
-	if (len)
-		memcpy(r->acc, a->buf, len);
 	if (n)
 		memcpy(r->order, r->tree.children, sizeof(int) * (size_t)n);
 	qsort(r->order, (size_t)n, sizeof(int), cmp_int);
@@ -95,6 +93,11 @@ static int progress(struct ibmc__task *t, int64_t now)
 			if (!ibmc__xfer_done(&r->xs, i))
 				break;
 		if (i == n) {
+			/* This rank's own vector is taken now, not at the
+			 * start: "shm_mcast" starts the tree (its receives)
+			 * before its node's vectors are reduced into it. */
+			if (t->args.len)
+				memcpy(r->acc, a->buf, t->args.len);
 			/* acc = acc op child, children by increasing rank */
 			for (i = 0; i < n; i++) {
 				unsigned char *tmp = r->in[i];
