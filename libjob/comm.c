@@ -15,6 +15,8 @@
 #include "libjob/coll/coll.h"
 #include "libjob/comm.h"
 #include "libjob/dispatch.h"
+#include "libjob/shm.h"
+#include "libjob/topo.h"
 
 /*
  * A communicator's id must be equal on all its members without asking
@@ -182,6 +184,8 @@ void ibmc__comm_destroy(struct ibmc_comm *c)
 	}
 	ibmc__tasks_free(c);
 	ibmc__early_free(&c->early);
+	ibmc__shm_free(c->shm);
+	ibmc__topo_free(c->topo);
 	free(c->members);
 	free(c);
 }

@@ -19,6 +19,9 @@
  * last). */
 #define IBMC__RTT_LEVELS 24
 
+struct ibmc__topo;
+struct ibmc__shm;
+
 /* A datagram kept for later: for a communicator not created yet, or for a
  * collective this rank has not entered yet. */
 struct ibmc__early {
@@ -86,6 +89,11 @@ struct ibmc_comm {
 	 * next call on the communicator reports it (as MPI reports errors
 	 * of completed calls: later). */
 	int deferred_rc;
+
+	/* The communicator's nodes (topo.c) and this rank's view of its
+	 * node's shared-memory segment (shm.c), both built at first use. */
+	struct ibmc__topo *topo;
+	struct ibmc__shm *shm;
 
 	struct ibmc__early *early;	/* for collectives not entered yet */
 	int early_count;

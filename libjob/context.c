@@ -19,6 +19,7 @@
 #include "libjob/context.h"
 #include "libjob/dispatch.h"
 #include "libjob/task.h"
+#include "libjob/topo.h"
 #include "libjob/wire.h"
 
 /* Longest ibmc_finalize spends finishing what returned calls still owe,
@@ -84,6 +85,7 @@ static void agree(struct ibmc_context *ctx, const struct card *cards)
 static int exchange(struct ibmc_context *ctx, const ibmc_bootstrap_t *bs)
 {
 	struct card mine, *all;
+	char node[sizeof(ctx->env.node)];
 	int r, rc;
 
 	memset(&mine, 0, sizeof(mine));
@@ -92,8 +94,11 @@ static int exchange(struct ibmc_context *ctx, const ibmc_bootstrap_t *bs)
 		return rc;
 	mine.mcast_ok = htobe32(ctx->mcast_err ? 0 : 1);
 	mine.pool_hash = htobe32(pool_hash(&ctx->env));
-	mine.node_hash = htobe32(ibmc__fnv1a32(IBMC__FNV32_INIT, ctx->env.node,
-					      strlen(ctx->env.node)));
+	rc = ibmc__node_name(ctx, node, sizeof(node));
+	if (rc)
+		return rc;
+	mine.node_hash = htobe32(ibmc__fnv1a32(IBMC__FNV32_INIT, node,
+					      strlen(node)));
 	all = calloc((size_t)ctx->size, sizeof(*all));
 	ctx->peer = calloc((size_t)ctx->size, sizeof(*ctx->peer));
 	ctx->node = calloc((size_t)ctx->size, sizeof(*ctx->node));
@@ -122,6 +127,10 @@ static int exchange(struct ibmc_context *ctx, const ibmc_bootstrap_t *bs)
 		ctx->node[r] = be32toh(all[r].node_hash);
 	}
 	agree(ctx, all);
+	/* Every rank's address at once names this run of the job, the same
+	 * on every rank (node shared-memory segments, shm.c). */
+	ctx->job_key = ibmc__fnv1a32(IBMC__FNV32_INIT, all,
+				     sizeof(*all) * (size_t)ctx->size);
 	free(all);
 	return 0;
 }

@@ -26,6 +26,7 @@ struct ibmc_context {
 	size_t mtu;			/* transport datagram limit */
 	int *peer;			/* transport handle per context rank */
 	uint32_t *node;			/* node name hash per context rank */
+	uint32_t job_key;		/* hash of every rank's address */
 
 	/* Pool: a group is taken by the lowest-numbered free slot. */
 	int mcast_err;

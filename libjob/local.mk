@@ -35,9 +35,13 @@ libjob_libibmcast_core_la_SOURCES = \
 	libjob/coll/allgather.c libjob/coll/allgather.h \
 	libjob/coll/allgather_ring.c \
 	libjob/coll/allgather_rd.c \
+	libjob/coll/allgather_shm.c \
+	libjob/topo.c libjob/topo.h \
+	libjob/shm.c libjob/shm.h \
 	libjob/coll/allreduce.c libjob/coll/allreduce.h \
 	libjob/coll/allreduce_rd.c \
 	libjob/coll/allreduce_tree.c \
+	libjob/coll/allreduce_shm.c \
 	libjob/tr_registry.c \
 	libjob/tr_loopback.c
 libjob_libibmcast_core_la_LIBADD = common/libibmcast_common.la -lpthread
@@ -72,7 +76,8 @@ libjob_tests = \
 	tests/libjob/test_bcast_fallback \
 	tests/libjob/test_barrier \
 	tests/libjob/test_early_return \
-	tests/libjob/test_allgather
+	tests/libjob/test_allgather \
+	tests/libjob/test_node_shm
 check_PROGRAMS += $(libjob_tests)
 TESTS += $(libjob_tests)
 libjob_test_ldadd = libjob/libibmcast_core.la common/libibmcast_common.la \
@@ -101,5 +106,8 @@ tests_libjob_test_early_return_LDADD = $(libjob_test_ldadd)
 tests_libjob_test_allgather_SOURCES = tests/libjob/test_allgather.c \
 	$(libjob_test_helpers)
 tests_libjob_test_allgather_LDADD = $(libjob_test_ldadd)
+tests_libjob_test_node_shm_SOURCES = tests/libjob/test_node_shm.c \
+	$(libjob_test_helpers)
+tests_libjob_test_node_shm_LDADD = $(libjob_test_ldadd)
 
 include $(srcdir)/libjob/transports.mk

@@ -69,3 +69,13 @@ check_PROGRAMS += tests/libjob/bootstrap_check
 tests_libjob_bootstrap_check_LDADD = libjob/libibmcast.la
 TESTS += tests/integration/libjob_run.sh
 dist_man_MANS += man/ibmc_bootstrap.3
+
+# shm_crash_check: node shared-memory allgathers until a rank the test
+# kills -9 makes them fail; run by libjob_shm_crash.sh.
+check_PROGRAMS += tests/libjob/shm_crash_check
+tests_libjob_shm_crash_check_SOURCES = tests/libjob/shm_crash_check.c \
+	tests/libjob/check_util.c tests/libjob/check_util.h
+tests_libjob_shm_crash_check_LDADD = libjob/libibmcast.la
+if BUILD_OSM_PLUGIN
+TESTS += tests/integration/libjob_shm_crash.sh
+endif

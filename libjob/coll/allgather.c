@@ -23,6 +23,7 @@
 #include "libjob/coll/coll.h"
 #include "libjob/comm.h"
 #include "libjob/task.h"
+#include "libjob/topo.h"
 
 static const struct ibmc__algo_desc algos[] = {
 	{ IBMC__AG_RING, "ring",
@@ -32,6 +33,8 @@ static const struct ibmc__algo_desc algos[] = {
 	  0, 0 },
 	{ IBMC__AG_MCAST, "mcast",
 	  "one reliable multicast broadcast per rank", 0, 0 },
+	{ IBMC__AG_SHM, "shm_leader",
+	  "node shared memory, node leaders exchange (seed 002)", 0, 0 },
 };
 
 const struct ibmc__coll_desc ibmc__allgather_desc = {
@@ -47,11 +50,19 @@ static int pow2(int n)
 	return n > 0 && !(n & (n - 1));
 }
 
-static int choose(const struct ibmc_comm *c, int blocking)
+static int choose(struct ibmc_comm *c, int blocking)
 {
 	int a = c->algo[IBMC__C_ALLGATHER];
 	int mc = !c->mcast_err && c->ghandle >= 0;
+	const struct ibmc__topo *t;
 
+	/* The node segment serves one call at a time: blocking calls only.
+	 * Auto takes it as soon as some node holds two ranks. */
+	if (blocking && (a == IBMC__AG_SHM || a == 0)) {
+		t = ibmc__comm_topo(c);
+		if (t && (a == IBMC__AG_SHM || t->max_local >= 2))
+			return IBMC__AG_SHM;
+	}
 	if (a == IBMC__AG_MCAST && blocking && mc)
 		return IBMC__AG_MCAST;
 	if (a == IBMC__AG_RING)
@@ -116,9 +127,14 @@ static int start(ibmc_comm_t *c, void *recvbuf, size_t blocklen, int algo,
 {
 	struct ibmc__args args = { .buf = recvbuf, .len = blocklen };
 
-	return ibmc__task_start(c, IBMC__C_ALLGATHER, algo,
-				algo == IBMC__AG_RD ? &ibmc__allgather_rd_ops :
-				&ibmc__allgather_ring_ops, &args, NULL, req);
+	const struct ibmc__task_ops *ops = &ibmc__allgather_ring_ops;
+
+	if (algo == IBMC__AG_RD)
+		ops = &ibmc__allgather_rd_ops;
+	else if (algo == IBMC__AG_SHM)
+		ops = &ibmc__allgather_shm_ops;
+	return ibmc__task_start(c, IBMC__C_ALLGATHER, algo, ops, &args, NULL,
+				req);
 }
 
 int ibmc_allgather(ibmc_comm_t *c, const void *sendbuf, void *recvbuf,

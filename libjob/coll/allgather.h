@@ -10,10 +10,12 @@ enum {
 	IBMC__AG_RING = 1,
 	IBMC__AG_RD = 2,	/* recursive doubling, 2^k ranks */
 	IBMC__AG_MCAST = 3,	/* one multicast broadcast per rank */
+	IBMC__AG_SHM = 4,	/* node segments, leaders exchange */
 };
 
 /* args.buf: recvbuf (own block already in place), args.len: blocklen. */
 extern const struct ibmc__task_ops ibmc__allgather_ring_ops;
 extern const struct ibmc__task_ops ibmc__allgather_rd_ops;
+extern const struct ibmc__task_ops ibmc__allgather_shm_ops;
 
 #endif

@@ -22,6 +22,7 @@
 #include "libjob/comm.h"
 #include "libjob/reduce.h"
 #include "libjob/task.h"
+#include "libjob/topo.h"
 
 static const struct ibmc__algo_desc algos[] = {
 	{ IBMC__AR_RD, "recursive_doubling",
@@ -29,6 +30,9 @@ static const struct ibmc__algo_desc algos[] = {
 	  0, 0 },
 	{ IBMC__AR_MCAST, "mcast",
 	  "reduce up a binomial tree to rank 0, the result by one multicast",
+	  0, 0 },
+	{ IBMC__AR_SHM_MCAST, "shm_mcast",
+	  "node shared-memory reduce, node leaders' tree, result by multicast",
 	  0, 0 },
 };
 
@@ -46,11 +50,20 @@ uint32_t ibmc__ar_tag(const struct ibmc__ar_args *a, int round)
 	       (uint32_t)a->op << 24;
 }
 
-static int choose(const struct ibmc_comm *c, int blocking)
+static int choose(struct ibmc_comm *c, int blocking)
 {
 	int a = c->algo[IBMC__C_ALLREDUCE];
 	int mc = !c->mcast_err && c->ghandle >= 0;
+	const struct ibmc__topo *t;
 
+	/* Node shared memory serves one call at a time: blocking only.
+	 * Auto takes it when the result can be multicast and some node
+	 * holds two members. */
+	if (blocking && (a == IBMC__AR_SHM_MCAST || (!a && mc))) {
+		t = ibmc__comm_topo(c);
+		if (t && (a == IBMC__AR_SHM_MCAST || t->max_local >= 2))
+			return IBMC__AR_SHM_MCAST;
+	}
 	if (blocking && mc && (a == IBMC__AR_MCAST || (!a && c->size >= 4)))
 		return IBMC__AR_MCAST;
 	return IBMC__AR_RD;
@@ -84,6 +97,8 @@ static struct ibmc__ar_args *args_new(const void *sendbuf, void *recvbuf,
 	a->op = op;
 	a->count = count;
 	a->buf = recvbuf;
+	a->group = NULL;
+	a->gsize = a->grank = 0;
 	if (sendbuf != IBMC_IN_PLACE && len)
 		memmove(recvbuf, sendbuf, len);
 	return a;
@@ -100,8 +115,12 @@ static int start(ibmc_comm_t *c, const struct ibmc__task_ops *ops,
 				req);
 }
 
-/* Reduce to rank 0, then broadcast the result by multicast; lock held. */
-static int mcast_allreduce(ibmc_comm_t *c, struct ibmc__ar_args *a)
+/* Reduce to rank 0 (up a tree, or through node shared memory and then up
+ * the node leaders' tree), then broadcast the result by multicast (the
+ * broadcast engine falls back to point-to-point where it must); lock
+ * held. */
+static int mcast_allreduce(ibmc_comm_t *c, struct ibmc__ar_args *a,
+			   int algo)
 {
 	struct ibmc_request req = { 0 };
 	size_t len = a->count * ibmc__dtype_size(a->dtype);
@@ -110,7 +129,8 @@ static int mcast_allreduce(ibmc_comm_t *c, struct ibmc__ar_args *a)
 	int rc;
 
 	ibmc__inner_begin(c, &mark);
-	rc = start(c, &ibmc__allreduce_tree_ops, a, IBMC__AR_MCAST, &req);
+	rc = start(c, algo == IBMC__AR_SHM_MCAST ? &ibmc__allreduce_shm_ops :
+		   &ibmc__allreduce_tree_ops, a, algo, &req);
 	if (!rc)
 		rc = ibmc__wait(&req);
 	if (rc)
@@ -123,7 +143,7 @@ out:
 	ibmc__inner_end(c, &mark, false);
 	if (!rc)
 		c->st.allreduces++;
-	c->last_algo[IBMC__C_ALLREDUCE] = IBMC__AR_MCAST;
+	c->last_algo[IBMC__C_ALLREDUCE] = algo;
 	c->last_param[IBMC__C_ALLREDUCE] = 0;
 	return rc;
 }
@@ -141,8 +161,8 @@ int ibmc_allreduce(ibmc_comm_t *c, const void *sendbuf, void *recvbuf,
 	a = args_new(sendbuf, recvbuf, count, dtype, op);
 	if (!a) {
 		rc = -ENOMEM;
-	} else if ((algo = choose(c, 1)) == IBMC__AR_MCAST) {
-		rc = mcast_allreduce(c, a);
+	} else if ((algo = choose(c, 1)) != IBMC__AR_RD) {
+		rc = mcast_allreduce(c, a, algo);
 	} else {
 		rc = start(c, &ibmc__allreduce_rd_ops, a, algo, &req);
 		if (!rc)

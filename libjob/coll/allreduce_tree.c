@@ -5,7 +5,8 @@
  * engine): every rank receives its children's partial vectors, combines
  * them in a fixed order (its own, then its children by increasing rank:
  * the tree's shape fixes the order, so the result's bits never depend on
- * timing), and sends the result to its parent.
+ * timing), and sends the result to its parent. It runs among a group of
+ * members only when asked (the node leaders of "shm_mcast").
  */
 #include "config.h"
 
@@ -35,6 +36,12 @@ static int cmp_int(const void *x, const void *y)
 	return *(const int *)x - *(const int *)y;
 }
 
+/* Group index -> communicator rank. */
+static int member(const struct ibmc__ar_args *a, int i)
+{
+	return a->group ? a->group[i] : i;
+}
+
 static int start(struct ibmc__task *t)
 {
 	struct ibmc_comm *c = t->comm;
@@ -50,8 +57,9 @@ static int start(struct ibmc__task *t)
 	}
 	r->a = a;
 	t->priv = r;
-	rc = ibmc__tree_build(&r->tree, IBMC__A_BINOMIAL, 1, c->size, 0,
-			      c->rank);
+	rc = ibmc__tree_build(&r->tree, IBMC__A_BINOMIAL, 1,
+			      a->group ? a->gsize : c->size, 0,
+			      a->group ? a->grank : c->rank);
 	if (rc)
 		return rc;
 	n = r->tree.nchildren;
@@ -60,8 +68,6 @@ static int start(struct ibmc__task *t)
 	r->in = calloc((size_t)n + 1, sizeof(*r->in));
 	if (!r->acc || !r->order || !r->in)
 		return -ENOMEM;
-	if (len)
-		memcpy(r->acc, a->buf, len);
 	if (n)
 		memcpy(r->order, r->tree.children, sizeof(int) * (size_t)n);
 	qsort(r->order, (size_t)n, sizeof(int), cmp_int);
@@ -70,7 +76,7 @@ static int start(struct ibmc__task *t)
 		r->in[i] = malloc(len ? len : 1);
 		if (!r->in[i])
 			return -ENOMEM;
-		rc = ibmc__xfer_post(&r->xs, i, 0, r->order[i],
+		rc = ibmc__xfer_post(&r->xs, i, 0, member(a, r->order[i]),
 				     ibmc__ar_tag(a, 0), r->in[i], len);
 	}
 	return rc;
@@ -87,6 +93,11 @@ static int progress(struct ibmc__task *t, int64_t now)
 			if (!ibmc__xfer_done(&r->xs, i))
 				break;
 		if (i == n) {
+			/* This rank's own vector is taken now, not at the
+			 * start: "shm_mcast" starts the tree (its receives)
+			 * before its node's vectors are reduced into it. */
+			if (t->args.len)
+				memcpy(r->acc, a->buf, t->args.len);
 			/* acc = acc op child, children by increasing rank */
 			for (i = 0; i < n; i++) {
 				unsigned char *tmp = r->in[i];
@@ -99,7 +110,8 @@ static int progress(struct ibmc__task *t, int64_t now)
 			r->reduced = 1;
 			if (r->tree.parent >= 0) {
 				rc = ibmc__xfer_post(&r->xs, n, 1,
-						     r->tree.parent,
+						     member(a,
+							    r->tree.parent),
 						     ibmc__ar_tag(a, 0),
 						     r->acc, t->args.len);
 				if (rc)

@@ -7,8 +7,9 @@
 # 1 MiB per rank verified byte for byte, allreduce results exact (integers)
 # and bit for bit the same on every rank (floating point), several
 # communicators at once; the multicast algorithms really use the fabric's
-# multicast replication; then under 1%, 5% and 20% seeded loss with
-# duplication and reordering.
+# multicast replication; node shared memory (shm_leader, auto's choice
+# when a node holds two ranks) on even, uneven and cyclic placements; then
+# under 1%, 5% and 20% seeded loss with duplication and reordering.
 
 # shellcheck disable=SC1091
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
@@ -18,7 +19,7 @@
 COLL_CHECK=$top_builddir/tests/libjob/coll_check
 libjob_need
 need_file "$COLL_CHECK" "tests/libjob/coll_check"
-plan 66
+plan 75
 
 OUT=
 # run MSG NRANKS HOSTLIST [ibmcast-run options] -- [coll_check options]:
@@ -58,14 +59,24 @@ replicated() {
 
 pow2() { [ $(($1 & ($1 - 1))) = 0 ]; }
 
-# expected COLL ALGO NRANKS: the algorithm the library must report (the
-# communicator may multicast): recursive doubling falls back to the ring
-# off powers of two; auto multicasts from 4 ranks on.
+# expected COLL ALGO NRANKS [PER_NODE]: the algorithm the library must
+# report (the communicator may multicast): recursive doubling falls back to
+# the ring off powers of two; auto multicasts from 4 ranks on; auto's
+# allgather and allreduce use node shared memory as soon as a node holds
+# two ranks.
 expected() {
-	local coll=$1 algo=$2 n=$3
+	local coll=$1 algo=$2 n=$3 per=${4:-1}
 	case $coll/$algo in
 	allgather/auto)
-		pow2 "$n" && echo recursive_doubling || echo ring ;;
+		if [ "$per" -ge 2 ]; then echo shm_leader
+		elif pow2 "$n"; then echo recursive_doubling
+		else echo ring
+		fi ;;
+	allreduce/auto)
+		if [ "$per" -ge 2 ]; then echo shm_mcast
+		elif [ "$n" -ge 4 ]; then echo mcast
+		else echo recursive_doubling
+		fi ;;
 	*/auto)
 		if [ "$n" -ge 4 ]; then echo mcast
 		elif [ "$coll" = allreduce ] || pow2 "$n"; then
@@ -122,15 +133,27 @@ for p in "${PLACEMENTS[@]}"; do
 		run "allgather $algo: $where, ${sizes//,/ } B" \
 			"$n" "$nodes" "${ropts[@]}" -- --coll allgather \
 			--algo "$algo" --sizes "$sizes" "${copts[@]}" \
-			--expect "$(expected allgather "$algo" "$n")"
+			--expect "$(expected allgather "$algo" "$n" "$k")"
 	done
 	for algo in recursive_doubling mcast auto; do
 		run "allreduce $algo: $where, 7 cases, $AR_SIZES elements" \
 			"$n" "$nodes" "${ropts[@]}" -- --coll allreduce \
 			--algo "$algo" --sizes "$AR_SIZES" \
-			--expect "$(expected allreduce "$algo" "$n")"
+			--expect "$(expected allreduce "$algo" "$n" "$k")"
 	done
 done
+
+# --- node shared memory: uneven and scattered nodes ------------------------
+# Cyclic over 4 nodes: 3 + 3 + 2 + 2 ranks, no node's ranks contiguous.
+run "allgather shm_leader: 10 ranks cyclic over 4 nodes (3+3+2+2), 0 B..1 MiB" \
+	10 'node[1-4]' -d cyclic "${J[@]}" -- --coll allgather \
+	--algo shm_leader --sizes 0,1,4095,65537,1M --reps 1 --expect shm_leader
+run "allgather shm_leader: 16 ranks, 8 per node on 2 nodes, 0 B..64 KiB" \
+	16 'node[1-2]' -k 8 "${J[@]}" -- --coll allgather --algo shm_leader \
+	--sizes 0,1,4095,65537 --reps 1 --expect shm_leader
+run "allreduce shm_mcast: 10 ranks cyclic over 4 nodes (3+3+2+2), 7 cases" \
+	10 'node[1-4]' -d cyclic "${J[@]}" -- --coll allreduce \
+	--algo shm_mcast --sizes 0,1,7,1000,20000 --reps 1 --expect shm_mcast
 
 # Not in the suite: multicast allgathers of 32 ranks at 2 per node, back
 # to back (coll_check --coll allgather --algo mcast --sizes 1 --reps 4):
@@ -188,6 +211,10 @@ for loss in 0.01 0.05 0.20; do
 	drops=$(dp_ctl counters | jq '.drops.loss')
 	ok "$([ "${drops:-0}" -gt 0 ] && [ "$(field retransmits)" -gt 0 ]; echo $?)" \
 		"  ... the fabric dropped $drops packets, the library retransmitted $(field retransmits)"
+	run "loss $loss: allgather shm_leader, 9 ranks, 3 per node" \
+		9 'node[1-16]' -k 3 "${J[@]}" -- --coll allgather \
+		--algo shm_leader --sizes 1,4096,65536 --reps 1 \
+		--expect shm_leader
 	run "loss $loss: allgather ring, 6 ranks, 2 per node" \
 		6 'node[1-16]' -k 2 "${J[@]}" -- --coll allgather --algo ring \
 		--sizes 1,4096,65536 --reps 1 --expect ring
@@ -195,6 +222,10 @@ for loss in 0.01 0.05 0.20; do
 		8 'node[1-16]' -k 2 "${J[@]}" -- --coll allreduce --algo mcast \
 		--sizes 1,1000,9000 --reps 1 --case i64sum,dblsum,2intminloc \
 		--expect mcast
+	run "loss $loss: allreduce shm_mcast, 9 ranks, 3 per node" \
+		9 'node[1-16]' -k 3 "${J[@]}" -- --coll allreduce \
+		--algo shm_mcast --sizes 1,1000,9000 --reps 1 \
+		--case i64sum,dblsum --expect shm_mcast
 	run "loss $loss: allreduce recursive_doubling, 8 ranks, 2 per node" \
 		8 'node[1-16]' -k 2 "${J[@]}" -- --coll allreduce \
 		--algo recursive_doubling --sizes 1,1000,9000 --reps 1 \

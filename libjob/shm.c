@@ -1,0 +1,271 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/* A node's shared-memory segment per communicator (see shm.h). */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "libjob/comm.h"
+#include "libjob/shm.h"
+#include "libjob/topo.h"
+
+/* The smallest segment: flags plus a few small calls' data, so that a
+ * run of small collectives never grows it. */
+#define SHM_MIN_DATA (64 * 1024)
+
+static size_t data_off(int nlocal)
+{
+	size_t n = sizeof(struct ibmc__shm_hdr) +
+		   sizeof(struct ibmc__shm_flags) * (size_t)nlocal;
+
+	return (n + 63) & ~(size_t)63;
+}
+
+struct ibmc__shm *ibmc__shm_get(struct ibmc_comm *c)
+{
+	if (!c->shm)
+		c->shm = calloc(1, sizeof(*c->shm));
+	return c->shm;
+}
+
+static void unmap(struct ibmc__shm *s)
+{
+	if (s->hdr)
+		munmap(s->hdr, (size_t)s->hdr->size);
+	s->hdr = NULL;
+	s->data = NULL;
+	s->data_size = 0;
+}
+
+static void mapped(struct ibmc__shm *s, void *p, uint32_t stamp)
+{
+	s->hdr = p;
+	s->data = (unsigned char *)p + s->hdr->data_off;
+	s->data_size = (size_t)(s->hdr->size - s->hdr->data_off);
+	s->first_stamp = stamp;
+}
+
+static int fail(struct ibmc_comm *c, struct ibmc__shm *s, const char *what,
+		int err)
+{
+	ibmc_log(IBMC_LOG_ERROR,
+		 "libibmcast: rank %d: communicator %08x: shared memory %s: %s failed: %s",
+		 c->rank, c->id, s->name, what, strerror(err));
+	return -err;
+}
+
+/* The leader's new segment: created, sized, initialized, announced. */
+static int create(struct ibmc_comm *c, struct ibmc__shm *s, size_t need,
+		  size_t old, int nlocal, uint32_t stamp)
+{
+	size_t off = data_off(nlocal), data = need;
+	struct ibmc__shm_hdr *h;
+	void *p;
+	int fd, err;
+
+	/* Grow by doubling at least, so a slowly growing size does not
+	 * make a segment per call. */
+	if (data < 2 * old)
+		data = 2 * old;
+	if (data < SHM_MIN_DATA)
+		data = SHM_MIN_DATA;
+	fd = shm_open(s->name, O_CREAT | O_EXCL | O_RDWR, 0600);
+	if (fd < 0)
+		return fail(c, s, "shm_open", errno);
+	s->created = 1;
+	if (ftruncate(fd, (off_t)(off + data))) {
+		err = errno;
+		close(fd);
+		shm_unlink(s->name);
+		return fail(c, s, "ftruncate", err);
+	}
+	p = mmap(NULL, off + data, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	err = errno;
+	close(fd);
+	if (p == MAP_FAILED) {
+		shm_unlink(s->name);
+		return fail(c, s, "mmap", err);
+	}
+	h = p;
+	h->nlocal = (uint32_t)nlocal;
+	h->size = off + data;
+	h->data_off = off;
+	atomic_store(&h->attached, 1);
+	atomic_store_explicit(&h->ready, 1, memory_order_release);
+	mapped(s, p, stamp);
+	if (nlocal == 1)
+		shm_unlink(s->name);	/* nobody else will map it */
+	return 0;
+}
+
+/* A local rank maps the leader's segment once it is there and ready. */
+static int attach(struct ibmc_comm *c, struct ibmc__shm *s, size_t need,
+		  int nlocal, uint32_t stamp)
+{
+	struct stat st;
+	void *p;
+	int fd, err;
+
+	if (!s->hdr) {
+		fd = shm_open(s->name, O_RDWR, 0);
+		if (fd < 0)
+			return errno == ENOENT ? IBMC_INPROGRESS :
+			       fail(c, s, "shm_open", errno);
+		/* Created but not sized yet: look again. */
+		if (fstat(fd, &st) || (size_t)st.st_size < data_off(nlocal) +
+		    need) {
+			close(fd);
+			return IBMC_INPROGRESS;
+		}
+		p = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE,
+			 MAP_SHARED, fd, 0);
+		err = errno;
+		close(fd);
+		if (p == MAP_FAILED)
+			return fail(c, s, "mmap", err);
+		s->hdr = p;
+		/* The header's size is only valid once ready: keep the
+		 * mapped length until then. */
+		s->data_size = (size_t)st.st_size;
+	}
+	if (!atomic_load_explicit(&s->hdr->ready, memory_order_acquire))
+		return IBMC_INPROGRESS;
+	if (s->hdr->size != s->data_size || s->hdr->nlocal != (uint32_t)nlocal) {
+		ibmc_log(IBMC_LOG_ERROR,
+			 "libibmcast: rank %d: communicator %08x: shared memory %s is not the one this node's leader made for %d ranks",
+			 c->rank, c->id, s->name, nlocal);
+		return -EPROTO;
+	}
+	mapped(s, s->hdr, stamp);
+	/* The last to map it removes the name: from now on a crash of any
+	 * of them leaves nothing behind. */
+	if (atomic_fetch_add(&s->hdr->attached, 1) + 1 == (uint32_t)nlocal)
+		shm_unlink(s->name);
+	return 0;
+}
+
+int ibmc__shm_ensure(struct ibmc_comm *c, size_t need, uint32_t stamp)
+{
+	const struct ibmc__topo *t = ibmc__comm_topo(c);
+	struct ibmc__shm *s = ibmc__shm_get(c);
+	size_t old;
+	int rc;
+
+	if (!t || !s)
+		return -ENOMEM;
+	if (s->hdr && !s->pending && s->data_size >= need)
+		return 0;
+	if (!s->pending) {
+		old = s->data_size;
+		unmap(s);
+		s->gen++;
+		s->created = 0;
+		snprintf(s->name, sizeof(s->name),
+			 "/ibmcast-%u-%08x-%08x-%08x-%u", (unsigned)getuid(),
+			 c->ctx->job_key, c->id,
+			 c->ctx->node[c->members[t->leaders[t->my_node]]],
+			 s->gen);
+		if (t->local_rank == 0)
+			return create(c, s, need, old, t->local_size, stamp);
+		s->pending = 1;
+	}
+	rc = attach(c, s, need, t->local_size, stamp);
+	if (rc <= 0) {
+		s->pending = 0;
+		if (rc < 0 && s->hdr && !s->data) {
+			munmap(s->hdr, s->data_size);
+			s->hdr = NULL;
+			s->data_size = 0;
+		}
+	}
+	return rc;
+}
+
+void ibmc__shm_abandon(struct ibmc__shm *s)
+{
+	if (s && (s->created || s->pending || s->hdr))
+		shm_unlink(s->name);
+}
+
+void ibmc__shm_free(struct ibmc__shm *s)
+{
+	if (!s)
+		return;
+	if (s->pending && s->hdr) {
+		munmap(s->hdr, s->data_size);
+		s->hdr = NULL;
+	}
+	if (s->hdr && atomic_load(&s->hdr->attached) < s->hdr->nlocal)
+		shm_unlink(s->name);	/* some local rank never came */
+	unmap(s);
+	free(s);
+}
+
+static int count(const struct ibmc__shm *s, int nlocal, int which,
+		 uint32_t stamp)
+{
+	int i, n = 0;
+	uint32_t f;
+
+	for (i = 0; i < nlocal; i++) {
+		f = atomic_load_explicit(which ? &s->hdr->flag[i].copied :
+					 &s->hdr->flag[i].written,
+					 memory_order_acquire);
+		n += ibmc__stamp_reached(f, stamp);
+	}
+	return n;
+}
+
+int ibmc__shm_call_begin(struct ibmc__shm_call *k, struct ibmc_comm *c)
+{
+	memset(k, 0, sizeof(*k));
+	k->shm = ibmc__shm_get(c);
+	if (!k->shm)
+		return -ENOMEM;
+	/* 0 is every flag's value in a new segment: never a call's. */
+	k->stamp = ++k->shm->stamp;
+	if (!k->stamp)
+		k->stamp = ++k->shm->stamp;
+	ibmc__shm_moved(k);
+	return 0;
+}
+
+void ibmc__shm_moved(struct ibmc__shm_call *k)
+{
+	k->moved_ms = ibmc__now_ms();
+}
+
+int ibmc__shm_wait_all(struct ibmc__shm_call *k, int nlocal, int which,
+		       uint32_t stamp)
+{
+	int n = count(k->shm, nlocal, which, stamp);
+
+	if (n != k->nseen) {
+		k->nseen = n;
+		ibmc__shm_moved(k);
+	}
+	if (n < nlocal)
+		return IBMC_INPROGRESS;
+	k->nseen = 0;
+	return 0;
+}
+
+int ibmc__shm_wait_free(struct ibmc__shm_call *k, int nlocal)
+{
+	if (k->stamp == k->shm->first_stamp)
+		return 0;
+	return ibmc__shm_wait_all(k, nlocal, 1, k->stamp - 1);
+}
+
+int ibmc__shm_stale(const struct ibmc__shm_call *k, int timeout_ms)
+{
+	return timeout_ms && ibmc__now_ms() - k->moved_ms > timeout_ms;
+}
