@@ -39,7 +39,10 @@ libjob_libibmcast_core_la_SOURCES = \
 	libjob/coll/allreduce_rd.c \
 	libjob/coll/allreduce_tree.c \
 	libjob/tr_registry.c \
-	libjob/tr_loopback.c
+	libjob/tr_loopback.c \
+	libjob/mode.c libjob/mode.h \
+	libjob/mcast_test.c libjob/mcast_test.h \
+	libjob/sa_mcmr.c libjob/sa_mcmr.h
 libjob_libibmcast_core_la_LIBADD = common/libibmcast_common.la -lpthread
 
 lib_LTLIBRARIES = libjob/libibmcast.la

@@ -110,6 +110,19 @@ int ibmc_set_wait_hook(ibmc_context_t *ctx, ibmc_wait_hook_t hook,
  */
 int ibmc_comm_create(ibmc_context_t *ctx, const int *ranks, int n,
 		     ibmc_comm_t **comm);
+
+/*
+ * As ibmc_comm_create(), with options: attr->mode (NULL: the context's
+ * IBMCAST_COMM_MODE) names how the communicator gets its multicast group:
+ * "sm", "pool", "lazy", "basic" or "p2p" (see ibmc_comm_create(3) and
+ * ibmcast(7)). Every member must pass the same mode. -EINVAL for an
+ * unknown mode.
+ */
+typedef struct ibmc_comm_attr {
+	const char *mode;
+} ibmc_comm_attr_t;
+int ibmc_comm_create_attr(ibmc_context_t *ctx, const int *ranks, int n,
+			  const ibmc_comm_attr_t *attr, ibmc_comm_t **comm);
 int ibmc_comm_free(ibmc_comm_t *comm);
 int ibmc_comm_rank(const ibmc_comm_t *comm);
 int ibmc_comm_size(const ibmc_comm_t *comm);
@@ -236,6 +249,12 @@ typedef struct ibmc_comm_stats {
 	uint64_t stale_dropped;		/* packets of another membership
 					 * version or a past collective */
 	uint64_t pulls;			/* round messages asked for again */
+	/* Multicast testing (modes basic, lazy, pool; ibmcast(7)): test
+	 * messages the root multicast, or this member acknowledged; and the
+	 * microseconds from creation until testing succeeded here (0: it
+	 * did not, or there was none). */
+	uint64_t mtest_tries;
+	uint64_t mtest_us;
 } ibmc_comm_stats_t;
 int ibmc_comm_get_stats(const ibmc_comm_t *comm, ibmc_comm_stats_t *st);
 
