@@ -75,7 +75,9 @@ libjob_tests = \
 	tests/libjob/test_bcast_fallback \
 	tests/libjob/test_barrier \
 	tests/libjob/test_early_return \
-	tests/libjob/test_allgather
+	tests/libjob/test_allgather \
+	tests/libjob/test_sa_mcmr \
+	tests/libjob/test_modes
 check_PROGRAMS += $(libjob_tests)
 TESTS += $(libjob_tests)
 libjob_test_ldadd = libjob/libibmcast_core.la common/libibmcast_common.la \
@@ -104,5 +106,10 @@ tests_libjob_test_early_return_LDADD = $(libjob_test_ldadd)
 tests_libjob_test_allgather_SOURCES = tests/libjob/test_allgather.c \
 	$(libjob_test_helpers)
 tests_libjob_test_allgather_LDADD = $(libjob_test_ldadd)
+# libibmad reads the MADs back with its own field tables.
+tests_libjob_test_sa_mcmr_LDADD = $(libjob_test_ldadd) -libmad -libumad
+tests_libjob_test_modes_SOURCES = tests/libjob/test_modes.c \
+	$(libjob_test_helpers)
+tests_libjob_test_modes_LDADD = $(libjob_test_ldadd)
 
 include $(srcdir)/libjob/transports.mk
