@@ -29,7 +29,7 @@ OWN_RE="ff12:1bcb:ffff:"
 # own_groups: the MGIDs of this job's own groups the SA holds now.
 own_groups() {
 	on_fabric timeout 60 saquery -g 2> /dev/null |
-		grep -oiE "$OWN_RE[0-9a-f:]+" | sort -u
+		grep -oiE "${OWN_RE}[0-9a-f:]+" | sort -u
 }
 
 # modes_run MSG NRANKS PERNODE DIR [modes_check options]: starts the ranks
