@@ -130,8 +130,11 @@ mft_entries_of() {
 # point TOPO MODE SIZE K REP
 point() {
 	local topo=$1 mode=$2 size=$3 k=$4 rep=$5 out rc=0 t r0
-	out=$("$IBMCAST_RUN" -n "$HOSTS" --nodes "node[1-$HOSTS]" --job "$JOB" \
-		--timeout 900 -- "$MODES_CHECK" --timing --mode "$mode" \
+	# The mode by the environment: pool builds its pool at ibmc_init
+	# (untimed, as in seed 000) only then.
+	out=$(IBMCAST_COMM_MODE=$mode "$IBMCAST_RUN" -n "$HOSTS" \
+		--nodes "node[1-$HOSTS]" --job "$JOB" \
+		--timeout 900 -- "$MODES_CHECK" --timing \
 		--size "$size" --count "$k" --len 1024 \
 		--compute-ms "$COMPUTE" 2>&1) || rc=$?
 	t=$(grep '^timing ' <<< "$out")
@@ -151,24 +154,26 @@ point() {
 # leftovers TOPO MODE: a job of this mode killed with SIGKILL while its
 # communicator holds a group; what stays at the SA and in the MFTs.
 leftovers() {
-	local topo=$1 mode=$2 dir pid before after mlids n
+	local topo=$1 mode=$2 dir pid mlids n
 	dir=$(mktemp -d "$OUT/kill.XXXX")
-	before=$(own_groups | wc -l)
-	"$IBMCAST_RUN" -n "$HOSTS" --nodes "node[1-$HOSTS]" --job "$JOB" \
-		--timeout 600 -- "$MODES_CHECK" --mode "$mode" --size 16 \
-		--count 10 --hold "$dir" > "$dir/out" 2>&1 &
+	own_groups | sort > "$dir/before"
+	IBMCAST_COMM_MODE=$mode "$IBMCAST_RUN" -n "$HOSTS" \
+		--nodes "node[1-$HOSTS]" --job "$JOB" --timeout 600 -- \
+		"$MODES_CHECK" --size 16 --count 10 --hold "$dir" \
+		> "$dir/out" 2>&1 &
 	pid=$!
 	wait_until 300 test -e "$dir/in_use" ||
 		{ say "$mode: the job never held its communicator"; kill "$pid"; wait "$pid"; return 1; }
 	# The ranks are ibmcast-run's children: SIGKILL to exactly those.
 	pkill -KILL -P "$pid"
 	wait "$pid" 2> /dev/null
-	after=$(own_groups)
-	mapfile -t mlids < <(awk '{ print $2 }' <<< "$after" | grep .)
-	n=$(grep -c . <<< "$after")
-	echo "$topo,$mode,killed,$((n - before)),$(mft_entries_of "${mlids[@]}")" >> "$OUT/leftovers.csv"
+	# What this job added (earlier modes' leftovers are not its own).
+	own_groups | sort | comm -13 "$dir/before" - > "$dir/left"
+	mapfile -t mlids < <(awk '{ print $2 }' "$dir/left")
+	n=$(grep -c . "$dir/left")
+	echo "$topo,$mode,killed,$n,$(mft_entries_of "${mlids[@]}")" >> "$OUT/leftovers.csv"
 	say "$(printf '%-7s %-5s killed: %d own groups left at the SA, %s MFT entries carry them' \
-		"$topo" "$mode" "$((n - before))" "$(mft_entries_of "${mlids[@]}")")"
+		"$topo" "$mode" "$n" "$(mft_entries_of "${mlids[@]}")")"
 	rm -rf "$dir"
 }
 
@@ -204,13 +209,12 @@ done
 # ---- tables ---------------------------------------------------------------
 # Median over the reps, per (topology, mode, size, k).
 AGG=$OUT/agg.csv
-awk -F, 'NR > 1 { k = $1 SUBSEP $2 SUBSEP $3 SUBSEP $4
-		  v[k] = v[k] " " $6; m[k] = $7; t[k] = $8 }
-	END { for (k in v) { n = split(substr(v[k], 2), a, " ")
-			     asort(a); split(k, f, SUBSEP)
-			     printf "%s,%s,%s,%s,%s,%s,%s\n", f[1], f[2], f[3],
-				    f[4], a[int((n + 1) / 2)], m[k], t[k] } }' \
-	"$CSV" | sort > "$AGG"
+tail -n +2 "$CSV" | sort -t, -k1,1 -k2,2 -k3,3n -k4,4n -k6,6n | awk -F, '
+	function flush() { if (n) printf "%s,%s,%s\n", key, v[int((n + 1) / 2)], rest }
+	{ k = $1 "," $2 "," $3 "," $4
+	  if (k != key) { flush(); key = k; n = 0 }
+	  v[++n] = $6; rest = $7 "," $8 }
+	END { flush() }' > "$AGG"
 for topo in $TOPOS; do
 	for k in $KS; do
 		echo
