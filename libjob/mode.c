@@ -82,10 +82,13 @@ int ibmc__mode_join(struct ibmc_comm *c, uint16_t mlid, uint32_t mtu)
 	c->own = g;
 	c->ghandle = rc;
 	c->gmtu = g.mtu ? g.mtu : ctx->mtu;
-	ibmc_log(IBMC_LOG_DEBUG,
+	/* Creations at info: what an operator (and libjob_modes.sh) needs
+	 * to find the job's own groups at the SA. */
+	ibmc_log(j.create ? IBMC_LOG_INFO : IBMC_LOG_DEBUG,
 		 "libibmcast: rank %d: communicator %08x: %s group %s (MLID 0x%04x)",
-		 ctx->rank, c->id, c->own_joined ? (j.create ? "created" :
-		 "joined") : "attached to", mgid, g.mlid);
+		 ctx->rank, c->id, c->own_joined ? (j.create ?
+		 "created through the SA" : "joined through the SA") :
+		 "attached to", mgid, g.mlid);
 	return 0;
 }
 

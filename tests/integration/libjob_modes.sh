@@ -21,15 +21,31 @@ need_cmd saquery infiniband-diags
 plan 23
 
 JOB=401
-# Our own groups' MGIDs: ff12:1bcb:pkey:job:job:nonce:serial:serial (the
-# plugin's are ff12:1bca:...); saquery prints them compressed, but never
-# these first three fields. This fabric runs only this job.
-OWN_RE="ff12:1bcb:ffff:"
+# The job's own groups, by their MGIDs, which rank 0 logs at creation
+# (info): ff12:1bcb:... (the plugin's are ff12:1bca:...). Each is looked up
+# at the SA by MGID (saquery -g shows no more than one MAD of records on
+# this fabric).
+export IBMCAST_LOG_LEVEL=info
 
-# own_groups: the MGIDs of this job's own groups the SA holds now.
+# own_groups DIR: those of the run in DIR that the SA holds now.
 own_groups() {
-	on_fabric timeout 60 saquery -g 2> /dev/null |
-		grep -oiE "${OWN_RE}[0-9a-f:]+" | sort -u
+	local g n
+	grep -oE 'created through the SA group ff12:1bcb:[0-9a-f:]+' "$1/out" |
+		awk '{ print $NF }' | sort -u | while read -r g; do
+		n=$(on_fabric timeout 60 saquery MCMR --mgid "$g" 2> /dev/null |
+			grep -ci 'mgid')
+		if [ "${n:-0}" -gt 0 ]; then echo "$g"; fi
+	done
+}
+
+none_held() {
+	[ -z "$(own_groups "$1")" ]
+}
+
+# created DIR: how many groups the run in DIR created.
+created() {
+	grep -oE 'created through the SA group ff12:1bcb:[0-9a-f:]+' "$1/out" |
+		sort -u | wc -l
 }
 
 # modes_run MSG NRANKS PERNODE DIR [modes_check options]: starts the ranks
@@ -43,29 +59,31 @@ modes_run() {
 	at_exit "kill $RUN_PID 2> /dev/null"
 }
 
-# modes_check_held NAME DIR: the SA holds our group while in use, not
-# after free (pool groups stay until finalize: FREED_EXPECT=held).
+# modes_check_held NAME DIR: the SA holds the groups the run created
+# while in use, not after free (pool groups stay until finalize:
+# FREED_EXPECT=held).
 modes_check_held() {
-	local name=$1 dir=$2 held freed
+	local name=$1 dir=$2 held freed n
 	wait_until 120 test -e "$dir/in_use" ||
 		{ diag "$(tail -n 20 "$dir/out")"; bail_out "$name: ranks never got the communicator going"; }
-	held=$(own_groups | wc -l)
-	ok "$([ "$held" -ge 1 ]; echo $?)" \
-		"$name: the SA holds the job's own group while in use ($held: $(own_groups | paste -sd' '))"
+	n=$(created "$dir")
+	held=$(own_groups "$dir" | wc -l)
+	ok "$([ "$n" -ge 1 ] && [ "$held" = "$n" ]; echo $?)" \
+		"$name: the SA holds the $n group(s) the job created while in use ($held: $(own_groups "$dir" | paste -sd' '))"
 	touch "$dir/go"
 	wait_until 120 test -e "$dir/freed" ||
 		bail_out "$name: ranks never freed the communicator"
-	freed=$(own_groups | wc -l)
 	if [ "${FREED_EXPECT:-gone}" = gone ]; then
-		# Leaves reach OpenSM, which deletes the group once its
-		# last full member left.
-		wait_until 30 sh -c "[ \$(on_fabric saquery -g 2>/dev/null | grep -ciE '$OWN_RE') = 0 ]" &&
-			freed=0
+		# Leaves reach OpenSM, which deletes a group once its last
+		# full member left.
+		wait_until 30 none_held "$dir"
+		freed=$(own_groups "$dir" | wc -l)
 		ok "$([ "$freed" = 0 ]; echo $?)" \
-			"$name: no own group at the SA after free ($freed left)"
+			"$name: none of them at the SA after free ($freed left)"
 	else
-		ok "$([ "$freed" -ge 1 ]; echo $?)" \
-			"$name: the pool's groups stay at the SA after free ($freed)"
+		freed=$(own_groups "$dir" | wc -l)
+		ok "$([ "$freed" = "$n" ]; echo $?)" \
+			"$name: the pool's $n groups stay at the SA after free ($freed)"
 	fi
 	touch "$dir/go2"
 	wait "$RUN_PID"
@@ -83,7 +101,8 @@ export IBMCAST_JOB=$JOB
 # A loaded 2-core host: OpenSM may take seconds to program the switches;
 # success cases allow for it (20 s of tries), the failure case does not.
 export IBMCAST_MCAST_TEST_TRIES=2000
-ok "$([ "$(own_groups | wc -l)" = 0 ]; echo $?)" "no own group at the SA before"
+ok "$(! on_fabric timeout 60 saquery -g 2> /dev/null | grep -qi 'ff12:1bcb:'; echo $?)" \
+	"no own group at the SA before"
 
 # --- basic: 8 ranks, 2 per node (one join per node) ---------------------
 d=$(mktemp -d "$SIM_DIR/basic.XXXX")
@@ -97,7 +116,7 @@ ok "$([ "$(field bad "$d/out")" = 0 ] && [ "$(field ready "$d/out")" = 8 ] &&
 	"basic: every byte right, all 8 tested ready, broadcasts by multicast"
 ok "$(grep -q '^rank 0 .*tries=[1-9]' "$d/out"; echo $?)" \
 	"basic: rank 0 counted its test messages ($(grep -o '^rank 0 .*mtest_us=[0-9]*' "$d/out" | grep -o 'tries=.*'))"
-ok "$([ "$(own_groups | wc -l)" = 0 ]; echo $?)" "basic: nothing left at the SA after finalize"
+ok "$([ -z "$(own_groups "$d")" ]; echo $?)" "basic: none of its groups at the SA after finalize"
 
 # --- lazy: testing advances inside the broadcasts (no progress thread, as
 # in seed 000), so the first ones go point-to-point ----------------------
@@ -112,7 +131,7 @@ ok "$([ "$(field bad "$d/out")" = 0 ] && [ "$(field first_p2p "$d/out")" = 6 ]; 
 m0=$(field mcast_bcasts0 "$d/out")
 ok "$([ "${m0:-0}" -ge 8 ] && [ "$(field ready "$d/out")" = 6 ]; echo $?)" \
 	"lazy: after testing, broadcasts went by multicast ($m0 at rank 0) and all 6 are ready"
-ok "$([ "$(own_groups | wc -l)" = 0 ]; echo $?)" "lazy: nothing left at the SA after finalize"
+ok "$([ -z "$(own_groups "$d")" ]; echo $?)" "lazy: none of its groups at the SA after finalize"
 
 # --- pool: the job's own pool built at init; a sub-communicator of 4 of
 # the 8 ranks takes a tested group at once --------------------------------
@@ -125,7 +144,7 @@ diag "$(grep '^summary' "$d/out")"
 ok "$([ "$(field bad "$d/out")" = 0 ] && [ "$(field ready "$d/out")" = 4 ] &&
 	[ "$(field first_p2p "$d/out")" = 0 ] && [ "$(field last_mcast "$d/out")" = 4 ]; echo $?)" \
 	"pool: every byte right, multicast from the first broadcast on"
-ok "$([ "$(own_groups | wc -l)" = 0 ]; echo $?)" "pool: nothing left at the SA after finalize"
+ok "$([ -z "$(own_groups "$d")" ]; echo $?)" "pool: none of its groups at the SA after finalize"
 
 # --- testing that cannot succeed ------------------------------------------
 dp_ctl set loss=1 scope=mc seed=3 > /dev/null || bail_out "cannot set faults"
