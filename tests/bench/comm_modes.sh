@@ -111,12 +111,21 @@ FAILED=0
 say() { printf '[%4ds] %s\n' $((SECONDS - T_START)) "$*"; }
 kv() { grep -oE "(^|[ ])$1=[^ ]+" <<< "$2" | head -n 1 | cut -d= -f2; }
 
-# Our own groups at the SA: "MGID MLID" per line.
-own_groups() {
-	on_fabric timeout 60 saquery -g 2> /dev/null | awk '
-		/MGID/ { g = $0; sub(/.*\.+/, "", g) }
-		/Mlid/ { l = $0; sub(/.*\.+/, "", l)
-			 if (g ~ /^ff12:1bcb:/) print g, l }'
+# The own groups a run created (rank 0 logs each at info): "MGID MLID".
+created_groups() {
+	grep -oE 'created through the SA group ff12:1bcb:[0-9a-f:]+ \(MLID 0x[0-9a-f]+' "$1" |
+		awk '{ print $6, $8 }' | sort -u
+}
+
+# Those of them the SA still holds (looked up by MGID: saquery -g returns
+# one MAD of records on the simulated fabric).
+held_groups() {
+	local g l n
+	created_groups "$1" | while read -r g l; do
+		n=$(on_fabric timeout 60 saquery MCMR --mgid "$g" 2> /dev/null |
+			grep -ci 'mgid')
+		if [ "${n:-0}" -gt 0 ]; then echo "$g $l"; fi
+	done
 }
 
 # MFT entries (switch ports) that still carry the MLIDs given.
@@ -156,24 +165,23 @@ point() {
 leftovers() {
 	local topo=$1 mode=$2 dir pid mlids n
 	dir=$(mktemp -d "$OUT/kill.XXXX")
-	own_groups | sort > "$dir/before"
-	IBMCAST_COMM_MODE=$mode "$IBMCAST_RUN" -n "$HOSTS" \
-		--nodes "node[1-$HOSTS]" --job "$JOB" --timeout 600 -- \
-		"$MODES_CHECK" --size 16 --count 10 --hold "$dir" \
-		> "$dir/out" 2>&1 &
+	IBMCAST_LOG_LEVEL=info IBMCAST_COMM_MODE=$mode "$IBMCAST_RUN" \
+		-n "$HOSTS" --nodes "node[1-$HOSTS]" --job "$JOB" \
+		--timeout 600 -- "$MODES_CHECK" --size 16 --count 10 \
+		--hold "$dir" > "$dir/out" 2>&1 &
 	pid=$!
 	wait_until 300 test -e "$dir/in_use" ||
 		{ say "$mode: the job never held its communicator"; kill "$pid"; wait "$pid"; return 1; }
 	# The ranks are ibmcast-run's children: SIGKILL to exactly those.
 	pkill -KILL -P "$pid"
 	wait "$pid" 2> /dev/null
-	# What this job added (earlier modes' leftovers are not its own).
-	own_groups | sort | comm -13 "$dir/before" - > "$dir/left"
+	held_groups "$dir/out" > "$dir/left"
 	mapfile -t mlids < <(awk '{ print $2 }' "$dir/left")
 	n=$(grep -c . "$dir/left")
 	echo "$topo,$mode,killed,$n,$(mft_entries_of "${mlids[@]}")" >> "$OUT/leftovers.csv"
-	say "$(printf '%-7s %-5s killed: %d own groups left at the SA, %s MFT entries carry them' \
-		"$topo" "$mode" "$n" "$(mft_entries_of "${mlids[@]}")")"
+	say "$(printf '%-7s %-5s killed: %d of its %d own groups left at the SA, %s MFT entries carry them' \
+		"$topo" "$mode" "$n" "$(created_groups "$dir/out" | grep -c .)" \
+		"$(mft_entries_of "${mlids[@]}")")"
 	rm -rf "$dir"
 }
 
@@ -189,6 +197,12 @@ for topo in $TOPOS; do
 	say "OpenSM settings: $(grep -E '^(transaction_timeout|max_wire_smps|max_wire_smps2|max_smps_timeout)' "$SIM_DIR"/opensm*.conf 2> /dev/null | paste -sd' ' || echo 'as ibmcast-sim writes them (see its opensm.conf)')"
 	libjob_reserve "$JOB" "node[1-$HOSTS]" 2 ||
 		{ echo "job $JOB not ready" >&2; exit 1; }
+	# The data plane reads a new group's MFTs within its refresh bound;
+	# sm is measured in its steady state, as the job would see it.
+	IBMCAST_COMM_MODE=sm "$IBMCAST_RUN" -n "$HOSTS" \
+		--nodes "node[1-$HOSTS]" --job "$JOB" --timeout 300 -- \
+		"$MODES_CHECK" --count 20 > /dev/null 2>&1 ||
+		say "warm-up of the job's groups failed"
 	for k in $KS; do
 		for size in $SIZES; do
 			for ((rep = 1; rep <= REPS; rep++)); do
