@@ -222,10 +222,16 @@ err_free:
 
 int ibmc_finalize(ibmc_context_t *ctx)
 {
+	struct ibmc_comm *c;
+
 	if (!ctx)
 		return -EINVAL;
 	ibmc__progress_stop(ctx);
 	pthread_mutex_lock(&ctx->lock);
+	/* Multicast testing still under way is owed to no one. */
+	for (c = ctx->comms; c; c = c->next)
+		if (c->mtest)
+			c->mtest->error = -ECANCELED;
 	/* Peers may still miss this rank's last words (a FIN, a round
 	 * message): answer them for a while, bounded. */
 	ibmc__drain(ctx, ctx->env.timeout_ms && ctx->env.timeout_ms <

@@ -149,11 +149,24 @@ int ibmc__mode_start(struct ibmc_comm *c)
 	return 0;
 }
 
+/* The SA leave of a group this rank joined; a failure is only logged (the
+ * group then lives on at the SA, as after a crash). */
+static void leave(struct ibmc_context *ctx, const uint8_t mgid[16])
+{
+	char text[IBMC_MGID_STRLEN];
+	int rc = ctx->ops->mcast_leave(ctx->tr, mgid);
+
+	if (rc) {
+		ibmc__mgid_format(mgid, text);
+		ibmc_log(IBMC_LOG_WARN,
+			 "libibmcast: rank %d: leaving group %s failed: %s",
+			 ctx->rank, text, strerror(-rc));
+	}
+}
+
 void ibmc__mode_release(struct ibmc_comm *c)
 {
 	struct ibmc_context *ctx = c->ctx;
-	char mgid[IBMC_MGID_STRLEN];
-	int rc;
 
 	if (c->own_slot >= 0) {
 		/* The group still spans every node: back to the pool. */
@@ -168,13 +181,7 @@ void ibmc__mode_release(struct ibmc_comm *c)
 	}
 	if (c->own_joined) {
 		c->own_joined = 0;
-		rc = ctx->ops->mcast_leave(ctx->tr, c->own.mgid);
-		if (rc) {
-			ibmc__mgid_format(c->own.mgid, mgid);
-			ibmc_log(IBMC_LOG_WARN,
-				 "libibmcast: rank %d: leaving group %s failed: %s",
-				 ctx->rank, mgid, strerror(-rc));
-		}
+		leave(ctx, c->own.mgid);
 	}
 }
 
@@ -224,21 +231,13 @@ void ibmc__own_pool_build(struct ibmc_context *ctx)
 void ibmc__own_pool_free(struct ibmc_context *ctx)
 {
 	struct ibmc__own_slot *s;
-	char mgid[IBMC_MGID_STRLEN];
-	int i, rc;
+	int i;
 
 	for (i = 0; i < ctx->own_npool; i++) {
 		s = &ctx->own_pool[i];
 		ctx->ops->mcast_detach(ctx->tr, s->ghandle);
-		if (!s->joined)
-			continue;
-		rc = ctx->ops->mcast_leave(ctx->tr, s->g.mgid);
-		if (rc) {
-			ibmc__mgid_format(s->g.mgid, mgid);
-			ibmc_log(IBMC_LOG_WARN,
-				 "libibmcast: rank %d: leaving pool group %s failed: %s",
-				 ctx->rank, mgid, strerror(-rc));
-		}
+		if (s->joined)
+			leave(ctx, s->g.mgid);
 	}
 	ctx->own_npool = 0;
 }

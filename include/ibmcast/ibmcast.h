@@ -104,9 +104,11 @@ int ibmc_set_wait_hook(ibmc_context_t *ctx, ibmc_wait_hook_t hook,
 /*
  * Creates a communicator over the context's ranks listed in ranks[0..n-1]
  * (all ranks, in order, when ranks is NULL). Collective over those ranks
- * (the others do not call it). Takes the next free group of the job's pool,
- * the same one on every member since all create communicators in the same
- * order. Never joins, tests or waits for the fabric.
+ * (the others do not call it). In mode sm (IBMCAST_COMM_MODE, the default)
+ * it takes the next free group of the job's pool, the same one on every
+ * member since all create communicators in the same order, and never joins,
+ * tests or waits for the fabric; the comparison modes basic, lazy and pool
+ * make groups of their own (see ibmc_comm_create(3)).
  */
 int ibmc_comm_create(ibmc_context_t *ctx, const int *ranks, int n,
 		     ibmc_comm_t **comm);
@@ -129,7 +131,8 @@ int ibmc_comm_size(const ibmc_comm_t *comm);
 
 /*
  * Whether the communicator may multicast: 0 when it holds a ready group,
- * else -errno with *why (may be NULL) set to a static explanation
+ * else -errno with *why (may be NULL) set to an explanation (valid until
+ * the communicator is freed)
  * ("job state is unavailable: ...", "pool exhausted", "transport has no
  * multicast", ...).
  */
