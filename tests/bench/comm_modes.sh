@@ -11,7 +11,8 @@ usage() {
 Usage: tests/bench/comm_modes.sh [--quick] [--ks "1 10 100 1000"]
            [--sizes "16 32"] [--modes "sm pool lazy basic p2p"]
            [--compute-ms MS] [--topology single|fattree|both]
-           [--reps N] [--out DIR] [--builddir DIR] [--keep]
+           [--reps N] [--opensm-opt KEY=VALUE]... [--out DIR]
+           [--builddir DIR] [--keep]
 
 Brings up 32 hosts, one rank each (single: one leaf switch of radix 64
 carries all 32; fattree: leaves of 8 under spines, radix 16), reserves one
@@ -34,6 +35,11 @@ left: own groups still registered at the SA and their MFT entries.
   --compute-ms   computation before the first broadcast (default 0)
   --topology T   single, fattree or both (default both)
   --reps N       runs per point (default 3)
+  --opensm-opt KEY=VALUE
+                 an opensm.conf setting for the fabric (ibmcast-sim up's
+                 option, repeatable); seed 000 tuned transaction_timeout=10
+                 and the outstanding SMPs (max_wire_smps). Default: OpenSM's
+                 own (transaction_timeout 200 ms, max_wire_smps 4)
   --out DIR      also write results.csv there (default ./bench-comm-modes)
   --builddir DIR the build tree (default $IBMCAST_BUILDDIR, else in place)
   --keep         keep the fabric's state directory (logs)
@@ -50,6 +56,7 @@ MODES="sm pool lazy basic p2p"
 COMPUTE=0
 TOPOS="single fattree"
 REPS=3
+SM_OPTS=()
 OUT=./bench-comm-modes
 while [ $# -gt 0 ]; do
 	case $1 in
@@ -66,6 +73,8 @@ while [ $# -gt 0 ]; do
 		esac
 		shift ;;
 	--reps) REPS=${2:?--reps needs a number}; shift ;;
+	--opensm-opt) SM_OPTS+=(--opensm-opt "${2:?--opensm-opt needs KEY=VALUE}")
+		shift ;;
 	--out) OUT=${2:?--out needs a directory}; shift ;;
 	--builddir) export IBMCAST_BUILDDIR=${2:?--builddir needs a directory}
 		shift ;;
@@ -190,11 +199,14 @@ for topo in $TOPOS; do
 	radix=16
 	[ "$topo" = single ] && radix=64
 	say "bringing up $HOSTS hosts ($topo, radix $radix) with the plugin and the data plane"
-	sim_up --hosts "$HOSTS" --radix "$radix" > "$OUT/up-$topo.log" 2>&1 ||
+	sim_up --hosts "$HOSTS" --radix "$radix" "${SM_OPTS[@]}" \
+		> "$OUT/up-$topo.log" 2>&1 ||
 		{ cat "$OUT/up-$topo.log" >&2; echo "ibmcast-sim up failed" >&2; exit 1; }
 	# shellcheck source=/dev/null
 	. "$SIM_DIR/env"
-	say "OpenSM settings: $(grep -E '^(transaction_timeout|max_wire_smps|max_wire_smps2|max_smps_timeout)' "$SIM_DIR"/opensm*.conf 2> /dev/null | paste -sd' ' || echo 'as ibmcast-sim writes them (see its opensm.conf)')"
+	settings="OpenSM defaults (transaction_timeout 200 ms, max_wire_smps 4)"
+	[ ${#SM_OPTS[@]} = 0 ] || settings=${SM_OPTS[*]}
+	say "OpenSM settings: $settings"
 	libjob_reserve "$JOB" "node[1-$HOSTS]" 2 ||
 		{ echo "job $JOB not ready" >&2; exit 1; }
 	# The data plane reads a new group's MFTs within its refresh bound;
