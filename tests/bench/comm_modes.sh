@@ -100,24 +100,15 @@ done
 . "$top_srcdir/tests/lib-libjob.sh"
 MODES_CHECK=$top_builddir/tests/libjob/modes_check
 WATCH=$top_builddir/sim-fabric/ibmcast-mftwatch
-for f in "$IBMCAST_RUN" "$MODES_CHECK" "$IBMCASTCTL" "$WATCH" \
-	 "$top_builddir/sim-fabric/ibmcast-dataplane"; do
-	[ -e "$f" ] || { echo "missing $f: build first (make check builds" \
-		"modes_check), or give --builddir" >&2; exit 1; }
-done
-for c in jq saquery; do
-	command -v "$c" > /dev/null || { echo "$c not installed" >&2; exit 1; }
-done
+bench_need "$MODES_CHECK" "make check builds modes_check"
+[ -e "$WATCH" ] || { echo "missing $WATCH: build first" >&2; exit 1; }
+command -v saquery > /dev/null || { echo "saquery not installed" >&2; exit 1; }
 
 HOSTS=32
 JOB=910
-mkdir -p "$OUT" || exit 1
-OUT=$(cd "$OUT" && pwd)
-CSV=$OUT/results.csv
+bench_start "$OUT"
 echo "topology,mode,size,k,rep,eff_us,mtest_us,tries,mcast_bcasts0" > "$CSV"
-T_START=$SECONDS
 FAILED=0
-say() { printf '[%4ds] %s\n' $((SECONDS - T_START)) "$*"; }
 kv() { grep -oE "(^|[ ])$1=[^ ]+" <<< "$2" | head -n 1 | cut -d= -f2; }
 
 # The own groups a run created (rank 0 logs each at info): "MGID MLID".

@@ -64,16 +64,6 @@ static void usage(FILE *f)
 		"          [--hold DIR] [--timing]\n", prog);
 }
 
-static int num(const char *s, int lo, int hi)
-{
-	char *end;
-	long v = strtol(s, &end, 10);
-
-	if (!*s || *end || v < lo || v > hi)
-		die("bad number '%s' (%d..%d)", s, lo, hi);
-	return (int)v;
-}
-
 static void parse(int argc, char **argv, struct opts *o)
 {
 	static const struct option lo[] = {
@@ -97,15 +87,21 @@ static void parse(int argc, char **argv, struct opts *o)
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (c) {
 		case 'm': o->mode = optarg; break;
-		case 's': o->size = num(optarg, 1, 1 << 20); break;
-		case 'k': o->count = num(optarg, 0, 1000000); break;
-		case 'M': o->max = num(optarg, 1, 1000000); break;
-		case 'u': o->until_mcast = num(optarg, 1, 1000000); break;
+		case 's': o->size = int_arg("--size", optarg, 1, 1 << 20); break;
+		case 'k': o->count = int_arg("--count", optarg, 0, 1000000); break;
+		case 'M': o->max = int_arg("--max", optarg, 1, 1000000); break;
+		case 'u':
+			o->until_mcast = int_arg("--until-mcast", optarg, 1,
+						 1000000);
+			break;
 		case 'l':
 			if (parse_size(optarg, &o->len) || !o->len)
 				die("--len: bad size '%s'", optarg);
 			break;
-		case 'c': o->compute_ms = num(optarg, 0, 3600000); break;
+		case 'c':
+			o->compute_ms = int_arg("--compute-ms", optarg, 0,
+						3600000);
+			break;
 		case 'H': o->hold = optarg; break;
 		case 't': o->timing = 1; break;
 		case 'h': usage(stdout); exit(0);
@@ -226,15 +222,7 @@ int main(int argc, char **argv)
 	int rc, n, r, bad = 0, ready = 0, *ranks;
 
 	parse(argc, argv, &o);
-	rc = ibmc_bootstrap_default(&bs);
-	if (rc) {
-		fprintf(stderr, "%s: no bootstrap: %s (run me with ibmcast-run)\n",
-			prog, ibmc_strerror(rc));
-		return 2;
-	}
-	rc = ibmc_init(&bs, &ctx);
-	if (rc)
-		die("ibmc_init: %s", ibmc_strerror(rc));
+	ctx = check_init();
 	n = o.size && o.size < bs.size ? o.size : bs.size;
 	ranks = malloc(sizeof(*ranks) * (size_t)n);
 	if (!ranks)
