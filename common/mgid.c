@@ -28,6 +28,29 @@ void ibmc__mgid_derive(uint32_t job, uint16_t index, uint16_t pkey,
 	mgid[15] = index & 0xff;
 }
 
+static void put32be(uint8_t *p, uint32_t v)
+{
+	p[0] = (uint8_t)(v >> 24);
+	p[1] = (uint8_t)(v >> 16);
+	p[2] = (uint8_t)(v >> 8);
+	p[3] = (uint8_t)v;
+}
+
+void ibmc__mgid_derive_own(uint32_t job, uint16_t nonce, uint32_t serial,
+			   uint16_t pkey, uint8_t mgid[16])
+{
+	mgid[0] = 0xff;
+	mgid[1] = 0x12;
+	mgid[2] = IBMC_MGID_OWN_SIGNATURE >> 8;
+	mgid[3] = IBMC_MGID_OWN_SIGNATURE & 0xff;
+	mgid[4] = pkey >> 8;
+	mgid[5] = pkey & 0xff;
+	put32be(mgid + 6, job);
+	mgid[10] = nonce >> 8;
+	mgid[11] = nonce & 0xff;
+	put32be(mgid + 12, serial);
+}
+
 int ibmc__mgid_decode(const uint8_t mgid[16], uint32_t *job,
 		      uint16_t *index)
 {

@@ -17,6 +17,19 @@
 void ibmc__mgid_derive(uint32_t job, uint16_t index, uint16_t pkey,
 		       uint8_t mgid[16]);
 
+/*
+ * MGIDs of groups a job creates itself through the SA (libjob's basic,
+ * lazy and pool modes, ibmcast(7)):
+ *   ff 12 | 1b cb | pkey(16) | job(32) | nonce(16) | serial(32)
+ * Another signature (0x1bcb), so they never equal the plugin's groups; the
+ * job and a nonce drawn by the job's rank 0 at ibmc_init keep two jobs (and
+ * two runs of one job id) apart; serial names the group within the run
+ * (libjob: the communicator's id).
+ */
+#define IBMC_MGID_OWN_SIGNATURE 0x1bcbU
+void ibmc__mgid_derive_own(uint32_t job, uint16_t nonce, uint32_t serial,
+			   uint16_t pkey, uint8_t mgid[16]);
+
 /* Recover job and index from one of our MGIDs; -EINVAL if not ours. */
 int ibmc__mgid_decode(const uint8_t mgid[16], uint32_t *job,
 		      uint16_t *index);

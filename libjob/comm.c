@@ -15,6 +15,7 @@
 #include "libjob/coll/coll.h"
 #include "libjob/comm.h"
 #include "libjob/dispatch.h"
+#include "libjob/mode.h"
 #include "libjob/shm.h"
 #include "libjob/topo.h"
 
@@ -59,7 +60,7 @@ static void take_group(struct ibmc_context *ctx, struct ibmc_comm *c)
 
 	c->group = -1;
 	c->ghandle = -1;
-	if (ctx->env.comm_p2p) {
+	if (c->mode == IBMC__MODE_P2P) {
 		c->mcast_err = -ECANCELED;
 		c->mcast_why = "multicast off by IBMCAST_COMM_MODE=p2p";
 		return;
@@ -94,8 +95,8 @@ static void take_group(struct ibmc_context *ctx, struct ibmc_comm *c)
 	c->mcast_why = NULL;
 }
 
-int ibmc_comm_create(ibmc_context_t *ctx, const int *ranks, int n,
-		     ibmc_comm_t **out)
+int ibmc__comm_create_mode(struct ibmc_context *ctx, const int *ranks, int n,
+			   int mode, struct ibmc_comm **out)
 {
 	struct ibmc_comm *c;
 	int i, j, rc;
@@ -118,6 +119,10 @@ int ibmc_comm_create(ibmc_context_t *ctx, const int *ranks, int n,
 	c->ctx = ctx;
 	c->size = n;
 	c->rank = -1;
+	c->mode = mode;
+	c->group = -1;
+	c->ghandle = -1;
+	c->own_slot = -1;
 	for (i = 0; i < n; i++) {
 		int r = ranks ? ranks[i] : i;
 
@@ -145,10 +150,20 @@ int ibmc_comm_create(ibmc_context_t *ctx, const int *ranks, int n,
 		free(c);
 		return rc;
 	}
-	take_group(ctx, c);
+	if (mode == IBMC__MODE_SM || mode == IBMC__MODE_P2P)
+		take_group(ctx, c);
 	c->next = ctx->comms;
 	ctx->comms = c;
 	ibmc__replay_ctx(ctx, c);
+	if (mode != IBMC__MODE_SM && mode != IBMC__MODE_P2P) {
+		/* Joins, and for basic the whole test, happen here. */
+		rc = ibmc__mode_start(c);
+		if (rc) {
+			ibmc__comm_destroy(c);
+			pthread_mutex_unlock(&ctx->lock);
+			return rc;
+		}
+	}
 	if (ctx->env.barrier_measure_create) {
 		rc = ibmc__barrier_measure_now(c);
 		if (rc) {
@@ -167,6 +182,31 @@ err_inval:
 	return -EINVAL;
 }
 
+int ibmc_comm_create(ibmc_context_t *ctx, const int *ranks, int n,
+		     ibmc_comm_t **out)
+{
+	if (!ctx)
+		return -EINVAL;
+	return ibmc__comm_create_mode(ctx, ranks, n, ctx->env.comm_mode, out);
+}
+
+int ibmc_comm_create_attr(ibmc_context_t *ctx, const int *ranks, int n,
+			  const ibmc_comm_attr_t *attr, ibmc_comm_t **out)
+{
+	int mode;
+
+	if (!ctx)
+		return -EINVAL;
+	mode = attr && attr->mode ? ibmc__comm_mode_parse(attr->mode) :
+				    ctx->env.comm_mode;
+	if (mode < 0) {
+		if (out)
+			*out = NULL;
+		return -EINVAL;
+	}
+	return ibmc__comm_create_mode(ctx, ranks, n, mode, out);
+}
+
 /* Called with the lock held, also from ibmc_finalize. */
 void ibmc__comm_destroy(struct ibmc_comm *c)
 {
@@ -183,6 +223,7 @@ void ibmc__comm_destroy(struct ibmc_comm *c)
 		ctx->pool_used[c->group] = 0;
 	}
 	ibmc__tasks_free(c);
+	ibmc__mode_release(c);
 	ibmc__early_free(&c->early);
 	ibmc__shm_free(c->shm);
 	ibmc__topo_free(c->topo);
@@ -200,10 +241,13 @@ int ibmc_comm_free(ibmc_comm_t *c)
 	ctx = c->ctx;
 	pthread_mutex_lock(&ctx->lock);
 	for (t = c->tasks; t; t = t->next)
-		if (!t->detached) {
+		if (!t->detached && !t->background) {
 			pthread_mutex_unlock(&ctx->lock);
 			return -EBUSY;	/* a non-blocking call in flight */
 		}
+	/* Lazy testing that has not finished is of no use any more. */
+	if (c->mtest)
+		c->mtest->error = -ECANCELED;
 	/* Returned broadcasts still in flight may need the group (the
 	 * root's remaining fragments go by multicast): finish them first. */
 	ibmc__task_settle(c);
@@ -221,6 +265,7 @@ int ibmc_comm_free(ibmc_comm_t *c)
 		c->group = -1;
 		c->ghandle = -1;
 	}
+	ibmc__mode_release(c);
 	c->zombie = 1;
 	pthread_mutex_unlock(&ctx->lock);
 	return 0;
@@ -242,6 +287,11 @@ int ibmc_comm_mcast_state(const ibmc_comm_t *c, const char **why)
 		if (why)
 			*why = "no communicator";
 		return -EINVAL;
+	}
+	if (c->lazy_ready && c->mcast_err) {
+		if (why)
+			*why = "multicast tested and ready for broadcasts (lazy mode: the other collectives stay point-to-point)";
+		return 0;
 	}
 	if (!c->mcast_err && c->st.bcasts < c->mc_suspend_until) {
 		if (why)

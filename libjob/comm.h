@@ -45,6 +45,19 @@ struct ibmc_comm {
 	int mcast_err;			/* 0: may multicast */
 	const char *mcast_why;
 
+	/* basic, lazy and pool (mode.c): the group this communicator
+	 * created and joined itself, or took from the job's own pool. */
+	int mode;			/* enum ibmc__comm_mode */
+	struct ibmc_tr_group own;
+	int own_joined;			/* this rank joined it through the SA
+					 * (its node's lowest rank): leave */
+	int own_slot;			/* the job's own pool slot, -1: none */
+	int lazy_ready;			/* lazy: testing succeeded, broadcasts
+					 * may multicast */
+	struct ibmc__task *mtest;	/* multicast testing in flight */
+	int64_t mtest_start_us;
+	char why_buf[200];		/* mcast_why when made here */
+
 	/* Per collective (enum ibmc__coll): the algorithm chosen by name
 	 * (0: auto) and the one the last call used (-1: none yet). */
 	int algo[IBMC__C_COUNT];

@@ -11,13 +11,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "common/clock.h"
 #include "common/fnv.h"
 #include "common/log.h"
 #include "common/mgid.h"
 #include "libjob/comm.h"
 #include "libjob/context.h"
 #include "libjob/dispatch.h"
+#include "libjob/mode.h"
 #include "libjob/task.h"
 #include "libjob/topo.h"
 #include "libjob/wire.h"
@@ -33,7 +36,17 @@ struct card {
 	uint32_t mcast_ok;	/* big-endian 0/1 */
 	uint32_t pool_hash;	/* big-endian */
 	uint32_t node_hash;	/* big-endian: IBMCAST_NODE's hash */
+	uint32_t nonce;		/* big-endian: rank 0's is the job's, in
+				 * the MGIDs of groups it makes itself */
 };
+
+/* Different for two runs of one job id: time and process. */
+static uint16_t draw_nonce(void)
+{
+	uint64_t v = ibmc__now_ns() ^ ((uint64_t)getpid() << 20);
+
+	return (uint16_t)(ibmc__fnv1a32(IBMC__FNV32_INIT, &v, sizeof(v)));
+}
 
 static uint32_t pool_hash(const struct ibmc__env *e)
 {
@@ -99,6 +112,7 @@ static int exchange(struct ibmc_context *ctx, const ibmc_bootstrap_t *bs)
 		return rc;
 	mine.node_hash = htobe32(ibmc__fnv1a32(IBMC__FNV32_INIT, node,
 					      strlen(node)));
+	mine.nonce = htobe32(draw_nonce());
 	all = calloc((size_t)ctx->size, sizeof(*all));
 	ctx->peer = calloc((size_t)ctx->size, sizeof(*ctx->peer));
 	ctx->node = calloc((size_t)ctx->size, sizeof(*ctx->node));
@@ -131,6 +145,7 @@ static int exchange(struct ibmc_context *ctx, const ibmc_bootstrap_t *bs)
 	 * on every rank (node shared-memory segments, shm.c). */
 	ctx->job_key = ibmc__fnv1a32(IBMC__FNV32_INIT, all,
 				     sizeof(*all) * (size_t)ctx->size);
+	ctx->own_nonce = (uint16_t)be32toh(all[0].nonce);
 	free(all);
 	return 0;
 }
@@ -171,6 +186,8 @@ int ibmc_init(const ibmc_bootstrap_t *bs, ibmc_context_t **out)
 	cfg.hub = ctx->env.hub;
 	cfg.rank = ctx->rank;
 	cfg.size = ctx->size;
+	ctx->own_qkey = cfg.qkey ? cfg.qkey :
+			ibmc__qkey_for_job(ctx->env.job);
 	rc = ctx->ops->open(&cfg, &ctx->tr);
 	if (rc) {
 		ibmc_log(IBMC_LOG_ERROR,
@@ -192,7 +209,9 @@ int ibmc_init(const ibmc_bootstrap_t *bs, ibmc_context_t **out)
 	if (rc)
 		goto err_lock;
 	ibmc__progress_start(ctx);
-	if (ctx->mcast_err)
+	if (ctx->env.comm_mode == IBMC__MODE_POOL)
+		ibmc__own_pool_build(ctx);	/* seed 000: at init */
+	if (ctx->mcast_err && ctx->env.comm_mode == IBMC__MODE_SM)
 		ibmc_log(IBMC_LOG_INFO,
 			 "libibmcast: rank %d: multicast off: %s", ctx->rank,
 			 ctx->mcast_why);
@@ -212,10 +231,16 @@ err_free:
 
 int ibmc_finalize(ibmc_context_t *ctx)
 {
+	struct ibmc_comm *c;
+
 	if (!ctx)
 		return -EINVAL;
 	ibmc__progress_stop(ctx);
 	pthread_mutex_lock(&ctx->lock);
+	/* Multicast testing still under way is owed to no one. */
+	for (c = ctx->comms; c; c = c->next)
+		if (c->mtest)
+			c->mtest->error = -ECANCELED;
 	/* Peers may still miss this rank's last words (a FIN, a round
 	 * message): answer them for a while, bounded. */
 	ibmc__drain(ctx, ctx->env.timeout_ms && ctx->env.timeout_ms <
@@ -223,6 +248,7 @@ int ibmc_finalize(ibmc_context_t *ctx)
 			 DRAIN_OWED_MAX_MS, DRAIN_MAX_MS);
 	while (ctx->comms)
 		ibmc__comm_destroy(ctx->comms);
+	ibmc__own_pool_free(ctx);
 	ibmc__early_free(&ctx->early);
 	pthread_mutex_unlock(&ctx->lock);
 	ctx->ops->close(ctx->tr);

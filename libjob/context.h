@@ -34,6 +34,19 @@ struct ibmc_context {
 	char why_buf[200];
 	unsigned char pool_used[IBMC__MAX_GROUPS];
 
+	/* Groups the job makes itself (mode.c): rank 0's nonce in their
+	 * MGIDs, their Q_Key, and the pool mode's own pool. */
+	uint16_t own_nonce;
+	uint32_t own_qkey;
+	struct ibmc__own_slot {
+		struct ibmc_tr_group g;
+		int ghandle;		/* this rank's attachment */
+		int joined;		/* this rank joined it: leave */
+		int used;		/* taken by a communicator */
+	} own_pool[IBMC__MAX_GROUPS];
+	int own_npool;
+	char own_pool_why[200];		/* why the pool is smaller, if it is */
+
 	/* Communicator ids: member-set hash and how often it was used. */
 	struct { uint32_t hash, count; } *ids;
 	int nids;

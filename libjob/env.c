@@ -92,6 +92,33 @@ static void read_pool(struct ibmc__env *e)
 				 want, e->ngroups);
 }
 
+static const char *const mode_names[] = {
+	[IBMC__MODE_SM] = "sm",
+	[IBMC__MODE_P2P] = "p2p",
+	[IBMC__MODE_BASIC] = "basic",
+	[IBMC__MODE_LAZY] = "lazy",
+	[IBMC__MODE_POOL] = "pool",
+};
+
+int ibmc__comm_mode_parse(const char *name)
+{
+	size_t i;
+
+	for (i = 0; name && i < sizeof(mode_names) / sizeof(mode_names[0]);
+	     i++)
+		if (!strcmp(name, mode_names[i]))
+			return (int)i;
+	return -EINVAL;
+}
+
+const char *ibmc__comm_mode_name(int mode)
+{
+	if (mode < 0 || mode >= (int)(sizeof(mode_names) /
+				      sizeof(mode_names[0])))
+		return "unknown";
+	return mode_names[mode];
+}
+
 /* A positive integer knob in [lo, hi], or def when unset. */
 static int knob(const char *name, long lo, long hi, long def, long *out)
 {
@@ -144,12 +171,15 @@ int ibmc__env_read(struct ibmc__env *e)
 	read_pool(e);
 	s = getenv("IBMCAST_COMM_MODE");
 	if (s && *s) {
-		if (!strcmp(s, "p2p"))
-			e->comm_p2p = 1;
-		else if (strcmp(s, "sm"))
-			ibmc_log(IBMC_LOG_WARN,
-				 "libibmcast: IBMCAST_COMM_MODE=\"%s\" is not supported here; using sm",
+		e->comm_mode = ibmc__comm_mode_parse(s);
+		if (e->comm_mode < 0) {
+			ibmc_log(IBMC_LOG_ERROR,
+				 "libibmcast: IBMCAST_COMM_MODE=\"%s\" is not sm, pool, lazy, basic or p2p",
 				 s);
+			e->comm_mode = IBMC__MODE_SM;
+			rc = -EINVAL;
+		}
+		e->comm_p2p = e->comm_mode == IBMC__MODE_P2P;
 	}
 	/* IBMCAST_<COLL>_ALGO, by the collectives' own tables. */
 	for (i = 0; i < IBMC__C_COUNT; i++) {
@@ -181,6 +211,12 @@ int ibmc__env_read(struct ibmc__env *e)
 	e->bcast_sync = (int)v;
 	rc = knob("IBMCAST_PROGRESS_THREAD", 0, 1, 1, &v) ?: rc;
 	e->progress_thread = (int)v;
+	rc = knob("IBMCAST_MCAST_TEST_PERIOD_MS", 1, 10000, 10, &v) ?: rc;
+	e->mtest_period_ms = (int)v;
+	rc = knob("IBMCAST_MCAST_TEST_TRIES", 1, 100000, 128, &v) ?: rc;
+	e->mtest_tries = (int)v;
+	rc = knob("IBMCAST_MODE_POOL_GROUPS", 0, IBMC__MAX_GROUPS, 4, &v) ?: rc;
+	e->pool_groups = (int)v;
 	s = getenv("IBMCAST_BARRIER_MEASURE");
 	if (s && *s) {
 		if (!strcmp(s, "create")) {

@@ -16,6 +16,22 @@
 
 #define IBMC__MAX_GROUPS 64
 
+/* IBMCAST_COMM_MODE (ibmcast(7)): how a communicator gets its group. */
+enum ibmc__comm_mode {
+	IBMC__MODE_SM = 0,	/* a ready group of the SM-prepared pool */
+	IBMC__MODE_P2P,		/* no multicast */
+	IBMC__MODE_BASIC,	/* seed 000: create, join, blocking test */
+	IBMC__MODE_LAZY,	/* seed 000: create, join, test in the
+				 * background, point-to-point until then */
+	IBMC__MODE_POOL,	/* seed 000: the job's own pool, built and
+				 * tested at ibmc_init; empty: lazy */
+};
+
+/* "sm", "p2p", "basic", "lazy", "pool" -> enum ibmc__comm_mode, or
+ * -EINVAL; and back. */
+int ibmc__comm_mode_parse(const char *name);
+const char *ibmc__comm_mode_name(int mode);
+
 struct ibmc__env {
 	char node[128];
 	const char *transport;		/* IBMCAST_TRANSPORT or NULL */
@@ -27,6 +43,10 @@ struct ibmc__env {
 	int mcast_err;			/* 0: the pool may be used */
 	char mcast_why[200];		/* why not, when mcast_err != 0 */
 	int comm_p2p;			/* IBMCAST_COMM_MODE=p2p */
+	int comm_mode;			/* IBMCAST_COMM_MODE */
+	int mtest_period_ms;		/* IBMCAST_MCAST_TEST_PERIOD_MS */
+	int mtest_tries;		/* IBMCAST_MCAST_TEST_TRIES */
+	int pool_groups;		/* IBMCAST_MODE_POOL_GROUPS */
 	/* IBMCAST_<COLL>_ALGO per enum ibmc__coll: id (0: auto), and N of
 	 * "name:N" (else 0). */
 	int algo[IBMC__C_COUNT];

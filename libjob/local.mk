@@ -43,7 +43,10 @@ libjob_libibmcast_core_la_SOURCES = \
 	libjob/coll/allreduce_tree.c \
 	libjob/coll/allreduce_shm.c \
 	libjob/tr_registry.c \
-	libjob/tr_loopback.c
+	libjob/tr_loopback.c \
+	libjob/mode.c libjob/mode.h \
+	libjob/mcast_test.c libjob/mcast_test.h \
+	libjob/sa_mcmr.c libjob/sa_mcmr.h
 libjob_libibmcast_core_la_LIBADD = common/libibmcast_common.la -lpthread
 
 lib_LTLIBRARIES = libjob/libibmcast.la
@@ -77,7 +80,9 @@ libjob_tests = \
 	tests/libjob/test_barrier \
 	tests/libjob/test_early_return \
 	tests/libjob/test_allgather \
-	tests/libjob/test_node_shm
+	tests/libjob/test_node_shm \
+	tests/libjob/test_sa_mcmr \
+	tests/libjob/test_modes
 check_PROGRAMS += $(libjob_tests)
 TESTS += $(libjob_tests)
 libjob_test_ldadd = libjob/libibmcast_core.la common/libibmcast_common.la \
@@ -109,5 +114,10 @@ tests_libjob_test_allgather_LDADD = $(libjob_test_ldadd)
 tests_libjob_test_node_shm_SOURCES = tests/libjob/test_node_shm.c \
 	$(libjob_test_helpers)
 tests_libjob_test_node_shm_LDADD = $(libjob_test_ldadd)
+# libibmad reads the MADs back with its own field tables.
+tests_libjob_test_sa_mcmr_LDADD = $(libjob_test_ldadd) -libmad -libumad
+tests_libjob_test_modes_SOURCES = tests/libjob/test_modes.c \
+	$(libjob_test_helpers)
+tests_libjob_test_modes_LDADD = $(libjob_test_ldadd)
 
 include $(srcdir)/libjob/transports.mk

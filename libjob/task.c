@@ -106,7 +106,7 @@ static int ndetached(const struct ibmc_comm *c)
 	int n = 0;
 
 	for (t = c->tasks; t; t = t->next)
-		n += t->detached;
+		n += t->detached && !t->background;
 	return n;
 }
 

@@ -61,6 +61,9 @@ struct ibmc__task {
 	int error;			/* fail with it at the next progress */
 	int detached;			/* the caller has its answer; the task
 					 * finishes what it owes on its own */
+	int background;			/* no caller's call (multicast testing):
+					 * neither a call in flight nor one
+					 * that returned */
 	struct ibmc_request *req;	/* waiting caller, or NULL */
 	int64_t linger_until;		/* us */
 	struct ibmc__args args;

@@ -141,6 +141,43 @@ static int sim_mcast_detach(struct ibmc_tr *tr, int group)
 	return ibmc__dp_detach(tr->dp, s->g.mgid, s->g.mlid);
 }
 
+/* Through the data plane's SA proxy: real OpenSM answers (and programs
+ * the switches in its own time). */
+static int sim_mcast_join(struct ibmc_tr *tr, const struct ibmc_tr_join *j,
+			  struct ibmc_tr_group *g)
+{
+	struct ibmc_dp_join dj = { .join_state = 1 };
+	struct ibmc_dp_join_ok ok;
+	int ret;
+
+	memcpy(dj.mgid, j->mgid, sizeof(dj.mgid));
+	if (j->create) {
+		/* A Q_Key makes the proxy send the create components. */
+		dj.qkey = j->qkey ? j->qkey : tr->qkey;
+		dj.pkey = j->pkey;
+		if (!dj.qkey)
+			return -EINVAL;
+	}
+	ret = ibmc__dp_join(tr->dp, &dj, &ok);
+	if (ret)
+		return ret;
+	memset(g, 0, sizeof(*g));
+	memcpy(g->mgid, ok.mgid, sizeof(g->mgid));
+	g->mlid = ok.mlid;
+	g->pkey = ok.pkey;
+	g->qkey = ok.qkey;
+	g->mtu = ok.mtu;
+	return 0;
+}
+
+static int sim_mcast_leave(struct ibmc_tr *tr, const uint8_t mgid[16])
+{
+	struct ibmc_dp_join dj = { .join_state = 1 };
+
+	memcpy(dj.mgid, mgid, sizeof(dj.mgid));
+	return ibmc__dp_leave(tr->dp, &dj);
+}
+
 static int sim_mcast_send(struct ibmc_tr *tr, int group,
 			  const struct iovec *iov, int iovcnt)
 {
@@ -197,6 +234,8 @@ const struct ibmc_tr_ops ibmc__tr_sim_ops = {
 	.mcast_supported = sim_mcast_supported,
 	.mcast_attach = sim_mcast_attach,
 	.mcast_detach = sim_mcast_detach,
+	.mcast_join = sim_mcast_join,
+	.mcast_leave = sim_mcast_leave,
 	.mcast_send = sim_mcast_send,
 	.recv = sim_recv,
 	.wait = sim_wait,

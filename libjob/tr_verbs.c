@@ -24,6 +24,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "libjob/sa_join_umad.h"
 #include "libjob/transport.h"
 #include "libjob/ud_addr.h"
 #include "libjob/ud_peers.h"
@@ -525,6 +526,30 @@ static int verbs_mcast_supported(struct ibmc_tr *tr)
 	return 0;
 }
 
+/* An SA join of this port through libibumad (sa_join_umad.c). */
+static int verbs_mcast_join(struct ibmc_tr *tr, const struct ibmc_tr_join *j,
+			    struct ibmc_tr_group *g)
+{
+	struct ibmc__mcmr_req r = { .create = j->create, .qkey = j->qkey,
+				    .pkey = j->pkey, .mtu = j->mtu,
+				    .join_state = 1 };
+
+	if (j->create && !r.qkey)
+		r.qkey = tr->qkey;
+	memcpy(r.mgid, j->mgid, 16);
+	memcpy(r.port_gid, tr->gid.raw, 16);
+	return ibmc__sa_join_umad(tr->name, tr->port, &r, g);
+}
+
+static int verbs_mcast_leave(struct ibmc_tr *tr, const uint8_t mgid[16])
+{
+	struct ibmc__mcmr_req r = { .leave = 1, .join_state = 1 };
+
+	memcpy(r.mgid, mgid, 16);
+	memcpy(r.port_gid, tr->gid.raw, 16);
+	return ibmc__sa_join_umad(tr->name, tr->port, &r, NULL);
+}
+
 static int verbs_mcast_attach(struct ibmc_tr *tr,
 			      const struct ibmc_tr_group *g)
 {
@@ -732,6 +757,8 @@ const struct ibmc_tr_ops ibmc__tr_verbs_ops = {
 	.mcast_supported = verbs_mcast_supported,
 	.mcast_attach = verbs_mcast_attach,
 	.mcast_detach = verbs_mcast_detach,
+	.mcast_join = verbs_mcast_join,
+	.mcast_leave = verbs_mcast_leave,
 	.mcast_send = verbs_mcast_send,
 	.recv = verbs_recv,
 };

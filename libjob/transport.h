@@ -34,6 +34,17 @@ struct ibmc_tr_addr {
 /* One multicast group of the job's pool, struct ibmc_tr_group, is defined
  * with the IBMCAST_GROUPS codec that fills it. */
 
+/* An SA join (MCMemberRecord Set, full member) of the transport's port:
+ * with create, the components that create the group when it does not
+ * exist yet (seed 000's "create"); without, a plain join. */
+struct ibmc_tr_join {
+	uint8_t mgid[16];
+	int create;
+	uint32_t qkey;		/* create: the group's Q_Key */
+	uint16_t pkey;		/* create: 0 means 0xffff */
+	uint32_t mtu;		/* create: bytes, 0 leaves it to the SA */
+};
+
 /* What a transport is opened with (from the environment, see context.c). */
 struct ibmc_tr_config {
 	const char *node;	/* this node's name (IBMCAST_NODE) */
@@ -72,6 +83,13 @@ struct ibmc_tr_ops {
 	 * never an SA join. */
 	int (*mcast_attach)(struct ibmc_tr *tr, const struct ibmc_tr_group *g);
 	int (*mcast_detach)(struct ibmc_tr *tr, int group);
+	/* Optional (NULL: -ENOTSUP): join this port to a group through the
+	 * real SA, blocking and bounded: 0 and *g filled from the SA's
+	 * answer (MLID, Q_Key, P_Key, MTU), or -errno. Leave: the
+	 * MCMemberRecord Delete of that join. Attaching stays separate. */
+	int (*mcast_join)(struct ibmc_tr *tr, const struct ibmc_tr_join *j,
+			  struct ibmc_tr_group *g);
+	int (*mcast_leave)(struct ibmc_tr *tr, const uint8_t mgid[16]);
 	int (*mcast_send)(struct ibmc_tr *tr, int group,
 			  const struct iovec *iov, int iovcnt);
 	/* Wait up to timeout_ms (0: poll, -1: forever) for one datagram:

@@ -13,12 +13,13 @@ libjob_libibmcast_la_SOURCES += libjob/bootstrap.c libjob/bootstrap.h \
 
 # verbs: real hardware (UD QP, ibv_attach_mcast, AHs on the MLID).
 if BUILD_VERBS
-libjob_libibmcast_la_SOURCES += libjob/tr_verbs.c
+libjob_libibmcast_la_SOURCES += libjob/tr_verbs.c libjob/sa_join_umad.c \
+	libjob/sa_join_umad.h
 # Its test builds the transport in: the installed library hides it.
 check_PROGRAMS += tests/libjob/test_verbs
 TESTS += tests/libjob/test_verbs
 tests_libjob_test_verbs_SOURCES = tests/libjob/test_verbs.c libjob/tr_verbs.c \
-	libjob/strerror.c
+	libjob/sa_join_umad.c libjob/strerror.c
 # (own CPPFLAGS: its objects get their own names, apart from libtool's)
 tests_libjob_test_verbs_CPPFLAGS = $(AM_CPPFLAGS)
 tests_libjob_test_verbs_LDADD = libjob/libibmcast_core.la \

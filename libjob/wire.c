@@ -26,7 +26,8 @@ static uint64_t get64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return b
  *   MSG: 24 b, then the payload;
  *   XDATA: 24 b, 28 len, then the payload;
  *   XACK: 24 b, 28 mask;
- *   PROBE, FIN, PULL: nothing.
+ *   MTINV: 24 b;
+ *   PROBE, FIN, PULL, MTJOINED, MTPING, MTACK, MTDONE: nothing.
  */
 size_t ibmc__wire_encode(const struct ibmc__hdr *h, uint8_t *out)
 {
@@ -73,6 +74,9 @@ size_t ibmc__wire_encode(const struct ibmc__hdr *h, uint8_t *out)
 		put32(out + 24, h->b);
 		put64(out + 28, h->mask);
 		return 36;
+	case IBMC__K_MTINV:
+		put32(out + 24, h->b);
+		return 28;
 	default:
 		return IBMC__WIRE_BASE;
 	}
@@ -90,7 +94,7 @@ int ibmc__wire_decode(const void *buf, size_t len, struct ibmc__hdr *h)
 	h->flags = p[2];
 	h->coll = p[3] >> 4;
 	h->algo = p[3] & 0xf;
-	if (h->coll >= IBMC__C_COUNT)
+	if (h->coll > IBMC__C_MTEST)
 		return -EBADMSG;
 	h->comm_id = get32(p + 4);
 	h->version = get32(p + 8);
@@ -146,6 +150,16 @@ int ibmc__wire_decode(const void *buf, size_t len, struct ibmc__hdr *h)
 		h->b = get32(p + 24);
 		h->mask = get64(p + 28);
 		return 0;
+	case IBMC__K_MTINV:
+		if (len < 28 || h->coll != IBMC__C_MTEST)
+			return -EBADMSG;
+		h->b = get32(p + 24);
+		return 0;
+	case IBMC__K_MTJOINED:
+	case IBMC__K_MTPING:
+	case IBMC__K_MTACK:
+	case IBMC__K_MTDONE:
+		return h->coll == IBMC__C_MTEST ? 0 : -EBADMSG;
 	case IBMC__K_PROBE:
 	case IBMC__K_FIN:
 	case IBMC__K_PULL:

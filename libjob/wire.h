@@ -32,7 +32,10 @@ enum ibmc__coll {
 	IBMC__C_BARRIER = 1,
 	IBMC__C_ALLGATHER = 2,
 	IBMC__C_ALLREDUCE = 3,
-	IBMC__C_COUNT
+	IBMC__C_COUNT,
+	/* Not a collective: the multicast testing of a communicator's own
+	 * group (mcast_test.c), a task with a sequence number like them. */
+	IBMC__C_MTEST = IBMC__C_COUNT
 };
 
 enum ibmc__kind {
@@ -49,7 +52,17 @@ enum ibmc__kind {
 	IBMC__K_XDATA = 8,	/* a = fragment, b = tag, len; payload */
 	IBMC__K_XACK = 9,	/* a = fragments held in a row, b = tag,
 				 * mask = held after them */
+	/* Multicast testing (mcast_test.c, seed 000). */
+	IBMC__K_MTINV = 10,	/* root -> member: join/attach; a = MLID,
+				 * b = group MTU */
+	IBMC__K_MTJOINED = 11,	/* member -> root: a = 0 or the join's errno,
+				 * IBMC__MT_WAITING: not invited yet */
+	IBMC__K_MTPING = 12,	/* root -> group by multicast: a = try */
+	IBMC__K_MTACK = 13,	/* member -> root: got ping a */
+	IBMC__K_MTDONE = 14,	/* root -> member: a = 0 usable, else errno */
 };
+
+#define IBMC__MT_WAITING 0xffffffffu
 
 enum ibmc__algo {
 	IBMC__A_AUTO = 0,

@@ -63,6 +63,17 @@ if BUILD_OSM_PLUGIN
 TESTS += tests/integration/libjob_allgather.sh
 endif
 
+# modes_check: one communicator of a given mode (sm, pool, lazy, basic,
+# p2p), broadcasts verified, multicast state and testing counters per rank;
+# run by libjob_modes.sh and tests/bench/comm_modes.sh.
+check_PROGRAMS += tests/libjob/modes_check
+tests_libjob_modes_check_SOURCES = tests/libjob/modes_check.c \
+	tests/libjob/check_util.c tests/libjob/check_util.h
+tests_libjob_modes_check_LDADD = libjob/libibmcast.la
+if BUILD_OSM_PLUGIN
+TESTS += tests/integration/libjob_modes.sh
+endif
+
 # bootstrap_check: the bootstraps alone (ibmcast-run's socket, PMI2 under
 # srun), several allgather rounds verified; run by libjob_run.sh.
 check_PROGRAMS += tests/libjob/bootstrap_check

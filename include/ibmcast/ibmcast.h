@@ -104,19 +104,35 @@ int ibmc_set_wait_hook(ibmc_context_t *ctx, ibmc_wait_hook_t hook,
 /*
  * Creates a communicator over the context's ranks listed in ranks[0..n-1]
  * (all ranks, in order, when ranks is NULL). Collective over those ranks
- * (the others do not call it). Takes the next free group of the job's pool,
- * the same one on every member since all create communicators in the same
- * order. Never joins, tests or waits for the fabric.
+ * (the others do not call it). In mode sm (IBMCAST_COMM_MODE, the default)
+ * it takes the next free group of the job's pool, the same one on every
+ * member since all create communicators in the same order, and never joins,
+ * tests or waits for the fabric; the comparison modes basic, lazy and pool
+ * make groups of their own (see ibmc_comm_create(3)).
  */
 int ibmc_comm_create(ibmc_context_t *ctx, const int *ranks, int n,
 		     ibmc_comm_t **comm);
+
+/*
+ * As ibmc_comm_create(), with options: attr->mode (NULL: the context's
+ * IBMCAST_COMM_MODE) names how the communicator gets its multicast group:
+ * "sm", "pool", "lazy", "basic" or "p2p" (see ibmc_comm_create(3) and
+ * ibmcast(7)). Every member must pass the same mode. -EINVAL for an
+ * unknown mode.
+ */
+typedef struct ibmc_comm_attr {
+	const char *mode;
+} ibmc_comm_attr_t;
+int ibmc_comm_create_attr(ibmc_context_t *ctx, const int *ranks, int n,
+			  const ibmc_comm_attr_t *attr, ibmc_comm_t **comm);
 int ibmc_comm_free(ibmc_comm_t *comm);
 int ibmc_comm_rank(const ibmc_comm_t *comm);
 int ibmc_comm_size(const ibmc_comm_t *comm);
 
 /*
  * Whether the communicator may multicast: 0 when it holds a ready group,
- * else -errno with *why (may be NULL) set to a static explanation
+ * else -errno with *why (may be NULL) set to an explanation (valid until
+ * the communicator is freed)
  * ("job state is unavailable: ...", "pool exhausted", "transport has no
  * multicast", ...).
  */
@@ -236,6 +252,12 @@ typedef struct ibmc_comm_stats {
 	uint64_t stale_dropped;		/* packets of another membership
 					 * version or a past collective */
 	uint64_t pulls;			/* round messages asked for again */
+	/* Multicast testing (modes basic, lazy, pool; ibmcast(7)): test
+	 * messages the root multicast, or this member acknowledged; and the
+	 * microseconds from creation until testing succeeded here (0: it
+	 * did not, or there was none). */
+	uint64_t mtest_tries;
+	uint64_t mtest_us;
 } ibmc_comm_stats_t;
 int ibmc_comm_get_stats(const ibmc_comm_t *comm, ibmc_comm_stats_t *st);
 

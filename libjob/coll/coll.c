@@ -41,6 +41,8 @@ const char *ibmc__coll_name(int coll)
 {
 	const struct ibmc__coll_desc *d = ibmc__coll_get(coll);
 
+	if (coll == IBMC__C_MTEST)
+		return "multicast testing";
 	return d ? d->name : "unknown";
 }
 

@@ -57,6 +57,26 @@ int main(void)
 	buf[3] = 0;
 	tap_ok(ibmc__wire_decode(buf, IBMC__WIRE_HDR, &d) < 0, "unknown algorithm rejected");
 	tap_ok(ibmc__wire_decode(buf, 3, &d) < 0, "runt rejected");
+	/* Multicast testing (mcast_test.c). */
+	memset(&h, 0, sizeof(h));
+	h.kind = IBMC__K_MTINV;
+	h.coll = IBMC__C_MTEST;
+	h.comm_id = 0x03ff126d;
+	h.a = 0xc00a;
+	h.b = 2048;
+	tap_is_int(ibmc__wire_encode(&h, buf), 28, "invitation is 28 bytes");
+	tap_ok(!ibmc__wire_decode(buf, 28, &d) && d.coll == IBMC__C_MTEST &&
+	       d.a == 0xc00a && d.b == 2048, "invitation keeps MLID and MTU");
+	tap_ok(ibmc__wire_decode(buf, 24, &d) < 0, "truncated invitation rejected");
+	h.kind = IBMC__K_MTACK;
+	h.a = 77;
+	tap_is_int(ibmc__wire_encode(&h, buf), IBMC__WIRE_BASE, "test ack is the base");
+	tap_ok(!ibmc__wire_decode(buf, IBMC__WIRE_BASE, &d) &&
+	       d.kind == IBMC__K_MTACK && d.a == 77, "test ack round trip");
+	h.coll = IBMC__C_BCAST;
+	ibmc__wire_encode(&h, buf);
+	tap_ok(ibmc__wire_decode(buf, IBMC__WIRE_BASE, &d) < 0,
+	       "a test kind of a collective is rejected");
 	tap_plan(tap__n);
 	return tap_done();
 }

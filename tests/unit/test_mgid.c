@@ -15,7 +15,7 @@ int main(void)
 	uint32_t job;
 	uint16_t idx;
 
-	tap_plan(18);
+	tap_plan(22);
 
 	ibmc__mgid_derive(42, 0, 0xffff, m);
 	ibmc__mgid_format(m, s);
@@ -54,6 +54,19 @@ int main(void)
 	m[13] = 1;
 	tap_is_int(ibmc__mgid_decode(m, NULL, NULL), -EINVAL,
 		   "non-zero reserved bytes are not ours");
+
+	/* Groups a job makes itself: never one of the plugin's, apart by
+	 * job, nonce and serial. */
+	ibmc__mgid_derive_own(42, 0x3681, 0x03ff126d, 0xffff, m);
+	ibmc__mgid_format(m, s);
+	tap_is_str(s, "ff12:1bcb:ffff:0000:002a:3681:03ff:126d",
+		   "own MGID layout");
+	tap_is_int(ibmc__mgid_decode(m, NULL, NULL), -EINVAL,
+		   "an own MGID is not the plugin's");
+	ibmc__mgid_derive_own(42, 0x3682, 0x03ff126d, 0xffff, m2);
+	tap_ok(memcmp(m, m2, 16), "another nonce, another MGID");
+	ibmc__mgid_derive_own(43, 0x3681, 0x03ff126d, 0xffff, m2);
+	tap_ok(memcmp(m, m2, 16), "another job, another MGID");
 
 	tap_is_int(ibmc__qkey_for_job(42), 0x1bca002a, "qkey of job 42");
 	tap_is_int(ibmc__qkey_for_job(0x12345678), 0x1bca5678,

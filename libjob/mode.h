@@ -1,0 +1,46 @@
+/* SPDX-License-Identifier: BSD-3-Clause */
+/*
+ * mode.h - seed 000's ways for a job to get multicast groups itself, next
+ * to ours (sm: the SM-prepared pool, comm.c): basic, lazy and pool
+ * (ibmcast(7)). Groups are created and joined through the real SA (the
+ * transport's mcast_join: one create by the communicator's rank 0, one join
+ * per node by the node's lowest rank, the other ranks only attach), tested
+ * by mcast_test.c, and left at communicator free and at finalize.
+ */
+#ifndef IBMCAST_LIBJOB_MODE_H
+#define IBMCAST_LIBJOB_MODE_H
+
+#include <stdint.h>
+
+#include "libjob/comm.h"
+#include "libjob/context.h"
+
+/* Give a communicator of mode basic, lazy or pool its group (ctx->lock
+ * held, c already in ctx->comms): pool takes a tested group of the job's
+ * own pool at once; lazy starts testing in the background (point-to-point
+ * until it succeeds); basic tests before returning. Never fails the
+ * communicator: multicast trouble leaves it point-to-point with a reason.
+ * 0, or -errno for what fails the creation itself (out of memory). */
+int ibmc__mode_start(struct ibmc_comm *c);
+
+/* This rank's part in making c's group usable: rank 0 creates it
+ * (mlid/mtu unused), a node's lowest rank joins, the others take mlid and
+ * mtu from rank 0's invitation; then attach. 0, or -errno with
+ * c->why_buf saying why. */
+int ibmc__mode_join(struct ibmc_comm *c, uint16_t mlid, uint32_t mtu);
+
+/* Give c's group up (ctx->lock held): detach, and leave it at the SA
+ * when this rank joined it; a pool group goes back to the job's pool. */
+void ibmc__mode_release(struct ibmc_comm *c);
+
+/* The pool mode's pool (ibmc_init, collective over every rank; finalize:
+ * every group detached and left). */
+void ibmc__own_pool_build(struct ibmc_context *ctx);
+void ibmc__own_pool_free(struct ibmc_context *ctx);
+
+/* Communicator creation with an explicit mode (comm.c), used by the pool's
+ * construction. */
+int ibmc__comm_create_mode(struct ibmc_context *ctx, const int *ranks, int n,
+			   int mode, struct ibmc_comm **out);
+
+#endif

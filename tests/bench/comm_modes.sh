@@ -1,0 +1,265 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Benchmark (not a test): seed 000's effective latency (Figs. 5-8) of
+# communicator creation plus k broadcasts of 1 KiB, for every communicator
+# mode (sm, pool, lazy, basic, p2p) on the simulated fabric with real
+# OpenSM, and what each mode leaves behind when its job is killed.
+set -uo pipefail
+
+usage() {
+	cat <<'EOF'
+Usage: tests/bench/comm_modes.sh [--quick] [--ks "1 10 100 1000"]
+           [--sizes "16 32"] [--modes "sm pool lazy basic p2p"]
+           [--compute-ms MS] [--topology single|fattree|both]
+           [--reps N] [--opensm-opt KEY=VALUE]... [--out DIR]
+           [--builddir DIR] [--keep]
+
+Brings up 32 hosts, one rank each (single: one leaf switch of radix 64
+carries all 32; fattree: leaves of 8 under spines, radix 16), reserves one
+job on all 32 nodes (2 SM-prepared groups, for mode sm) and, for every
+mode, communicator size and k, runs tests/libjob/modes_check --timing:
+from a bootstrap barrier, communicator creation over the first SIZE ranks
+plus k broadcasts of 1 KiB from rotating roots (with --compute-ms, that
+much computation between creation and the first broadcast: Figs. 7-8);
+effective latency = the slowest rank's time. Each point is run --reps
+times and the median counts. Prints a table per k with every mode's
+effective latency and its ratio to basic, and where basic's and lazy's
+time went (rank 0: creation until tested, test messages sent). Then, per
+mode, kills a job holding a communicator with SIGKILL and counts what it
+left: own groups still registered at the SA and their MFT entries.
+
+  --quick        k = 1, 10, 100; size 16; one rep; fattree only
+  --ks LIST      broadcast counts (default 1 10 100 1000)
+  --sizes LIST   communicator sizes (default 16 32)
+  --modes LIST   modes (default sm pool lazy basic p2p)
+  --compute-ms   computation before the first broadcast (default 0)
+  --topology T   single, fattree or both (default both)
+  --reps N       runs per point (default 3)
+  --opensm-opt KEY=VALUE
+                 an opensm.conf setting for the fabric (ibmcast-sim up's
+                 option, repeatable); seed 000 tuned transaction_timeout=10
+                 and the outstanding SMPs (max_wire_smps). Default: OpenSM's
+                 own (transaction_timeout 200 ms, max_wire_smps 4)
+  --out DIR      also write results.csv there (default ./bench-comm-modes)
+  --builddir DIR the build tree (default $IBMCAST_BUILDDIR, else in place)
+  --keep         keep the fabric's state directory (logs)
+
+Targets (issue 10): pool and lazy well ahead of basic (seed 000: 4.8x and
+3.9x at 32 nodes); sm at least 20x ahead of basic at k = 1; sm leaves
+nothing behind after SIGKILL.
+EOF
+}
+
+KS="1 10 100 1000"
+SIZES="16 32"
+MODES="sm pool lazy basic p2p"
+COMPUTE=0
+TOPOS="single fattree"
+REPS=3
+SM_OPTS=()
+OUT=./bench-comm-modes
+while [ $# -gt 0 ]; do
+	case $1 in
+	--quick) KS="1 10 100"; SIZES=16; TOPOS=fattree; REPS=1 ;;
+	--ks) KS=${2:?--ks needs a list}; shift ;;
+	--sizes) SIZES=${2:?--sizes needs a list}; shift ;;
+	--modes) MODES=${2:?--modes needs a list}; shift ;;
+	--compute-ms) COMPUTE=${2:?--compute-ms needs a number}; shift ;;
+	--topology)
+		case ${2:-} in
+		single|fattree) TOPOS=$2 ;;
+		both) TOPOS="single fattree" ;;
+		*) usage >&2; exit 64 ;;
+		esac
+		shift ;;
+	--reps) REPS=${2:?--reps needs a number}; shift ;;
+	--opensm-opt) SM_OPTS+=(--opensm-opt "${2:?--opensm-opt needs KEY=VALUE}")
+		shift ;;
+	--out) OUT=${2:?--out needs a directory}; shift ;;
+	--builddir) export IBMCAST_BUILDDIR=${2:?--builddir needs a directory}
+		shift ;;
+	--keep) export IBMCAST_KEEP_TMP=1 ;;
+	-h|--help) usage; exit 0 ;;
+	*) usage >&2; exit 64 ;;
+	esac
+	shift
+done
+for v in $KS $SIZES "$REPS"; do
+	[[ $v =~ ^[1-9][0-9]*$ ]] || { echo "counts and sizes: positive numbers" >&2; exit 64; }
+done
+[[ $COMPUTE =~ ^[0-9]+$ ]] || { echo "--compute-ms: a number" >&2; exit 64; }
+for m in $MODES; do
+	case $m in sm|pool|lazy|basic|p2p) ;;
+	*) echo "unknown mode '$m'" >&2; exit 64 ;;
+	esac
+done
+
+# shellcheck source=tests/lib.sh
+. "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/lib.sh"
+# shellcheck source=tests/lib-libjob.sh
+. "$top_srcdir/tests/lib-libjob.sh"
+MODES_CHECK=$top_builddir/tests/libjob/modes_check
+WATCH=$top_builddir/sim-fabric/ibmcast-mftwatch
+bench_need "$MODES_CHECK" "make check builds modes_check"
+[ -e "$WATCH" ] || { echo "missing $WATCH: build first" >&2; exit 1; }
+command -v saquery > /dev/null || { echo "saquery not installed" >&2; exit 1; }
+
+HOSTS=32
+JOB=910
+bench_start "$OUT"
+echo "topology,mode,size,k,rep,eff_us,mtest_us,tries,mcast_bcasts0" > "$CSV"
+FAILED=0
+kv() { grep -oE "(^|[ ])$1=[^ ]+" <<< "$2" | head -n 1 | cut -d= -f2; }
+
+# The own groups a run created (rank 0 logs each at info): "MGID MLID".
+created_groups() {
+	grep -oE 'created through the SA group ff12:1bcb:[0-9a-f:]+ \(MLID 0x[0-9a-f]+' "$1" |
+		awk '{ print $6, $8 }' | sort -u
+}
+
+# Those of them the SA still holds (looked up by MGID: saquery -g returns
+# one MAD of records on the simulated fabric).
+held_groups() {
+	local g l n
+	created_groups "$1" | while read -r g l; do
+		n=$(on_fabric timeout 60 saquery MCMR --mgid "$g" 2> /dev/null |
+			grep -ci 'mgid')
+		if [ "${n:-0}" -gt 0 ]; then echo "$g $l"; fi
+	done
+}
+
+# MFT entries (switch ports) that still carry the MLIDs given.
+mft_entries_of() {
+	[ $# -gt 0 ] || { echo 0; return; }
+	# shellcheck disable=SC2046
+	on_fabric "$WATCH" reach $(printf -- '--mlid %s ' "$@") 2> /dev/null |
+		jq '[.mlids[] | (.switches | length)] | add // 0'
+}
+
+# point TOPO MODE SIZE K REP
+point() {
+	local topo=$1 mode=$2 size=$3 k=$4 rep=$5 out rc=0 t r0
+	# The mode by the environment: pool builds its pool at ibmc_init
+	# (untimed, as in seed 000) only then.
+	out=$(IBMCAST_COMM_MODE=$mode "$IBMCAST_RUN" -n "$HOSTS" \
+		--nodes "node[1-$HOSTS]" --job "$JOB" \
+		--timeout 900 -- "$MODES_CHECK" --timing \
+		--size "$size" --count "$k" --len 1024 \
+		--compute-ms "$COMPUTE" 2>&1) || rc=$?
+	t=$(grep '^timing ' <<< "$out")
+	r0=$(grep '^rank 0 ' <<< "$out")
+	if [ "$rc" != 0 ] || [ -z "$t" ]; then
+		FAILED=$((FAILED + 1))
+		say "FAILED: $topo $mode size $size k $k (exit $rc)"
+		tail -n 5 <<< "$out" >&2
+		return 1
+	fi
+	echo "$topo,$mode,$size,$k,$rep,$(kv eff_us "$t"),$(kv mtest_us "$r0"),$(kv tries "$r0"),$(kv mcast_bcasts "$r0")" >> "$CSV"
+	say "$(printf '%-7s %-5s size %2d k %4d run %d: %10s us  (tested after %s us, %s tries, %s by multicast at rank 0)' \
+		"$topo" "$mode" "$size" "$k" "$rep" "$(kv eff_us "$t")" \
+		"$(kv mtest_us "$r0")" "$(kv tries "$r0")" "$(kv mcast_bcasts "$r0")")"
+}
+
+# leftovers TOPO MODE: a job of this mode killed with SIGKILL while its
+# communicator holds a group; what stays at the SA and in the MFTs.
+leftovers() {
+	local topo=$1 mode=$2 dir pid mlids n
+	dir=$(mktemp -d "$OUT/kill.XXXX")
+	IBMCAST_LOG_LEVEL=info IBMCAST_COMM_MODE=$mode "$IBMCAST_RUN" \
+		-n "$HOSTS" --nodes "node[1-$HOSTS]" --job "$JOB" \
+		--timeout 600 -- "$MODES_CHECK" --size 16 --count 10 \
+		--hold "$dir" > "$dir/out" 2>&1 &
+	pid=$!
+	wait_until 300 test -e "$dir/in_use" ||
+		{ say "$mode: the job never held its communicator"; kill "$pid"; wait "$pid"; return 1; }
+	# The ranks are ibmcast-run's children: SIGKILL to exactly those.
+	pkill -KILL -P "$pid"
+	wait "$pid" 2> /dev/null
+	held_groups "$dir/out" > "$dir/left"
+	mapfile -t mlids < <(awk '{ print $2 }' "$dir/left")
+	n=$(grep -c . "$dir/left")
+	echo "$topo,$mode,killed,$n,$(mft_entries_of "${mlids[@]}")" >> "$OUT/leftovers.csv"
+	say "$(printf '%-7s %-5s killed: %d of its %d own groups left at the SA, %s MFT entries carry them' \
+		"$topo" "$mode" "$n" "$(created_groups "$dir/out" | grep -c .)" \
+		"$(mft_entries_of "${mlids[@]}")")"
+	rm -rf "$dir"
+}
+
+echo "topology,mode,what,sa_groups,mft_entries" > "$OUT/leftovers.csv"
+for topo in $TOPOS; do
+	radix=16
+	[ "$topo" = single ] && radix=64
+	say "bringing up $HOSTS hosts ($topo, radix $radix) with the plugin and the data plane"
+	sim_up --hosts "$HOSTS" --radix "$radix" "${SM_OPTS[@]}" \
+		> "$OUT/up-$topo.log" 2>&1 ||
+		{ cat "$OUT/up-$topo.log" >&2; echo "ibmcast-sim up failed" >&2; exit 1; }
+	# shellcheck source=/dev/null
+	. "$SIM_DIR/env"
+	settings="OpenSM defaults (transaction_timeout 200 ms, max_wire_smps 4)"
+	[ ${#SM_OPTS[@]} = 0 ] || settings=${SM_OPTS[*]}
+	say "OpenSM settings: $settings"
+	libjob_reserve "$JOB" "node[1-$HOSTS]" 2 ||
+		{ echo "job $JOB not ready" >&2; exit 1; }
+	# The data plane reads a new group's MFTs within its refresh bound;
+	# sm is measured in its steady state, as the job would see it.
+	IBMCAST_COMM_MODE=sm "$IBMCAST_RUN" -n "$HOSTS" \
+		--nodes "node[1-$HOSTS]" --job "$JOB" --timeout 300 -- \
+		"$MODES_CHECK" --count 20 > /dev/null 2>&1 ||
+		say "warm-up of the job's groups failed"
+	for k in $KS; do
+		for size in $SIZES; do
+			for ((rep = 1; rep <= REPS; rep++)); do
+				for mode in $MODES; do
+					point "$topo" "$mode" "$size" "$k" "$rep"
+				done
+			done
+		done
+	done
+	for mode in $MODES; do
+		[ "$mode" = p2p ] && continue
+		leftovers "$topo" "$mode"
+	done
+	"$IBMCASTCTL" release "$JOB" > /dev/null
+	sim_down "$SIM_DIR"
+done
+
+# ---- tables ---------------------------------------------------------------
+# Median over the reps, per (topology, mode, size, k).
+AGG=$OUT/agg.csv
+tail -n +2 "$CSV" | sort -t, -k1,1 -k2,2 -k3,3n -k4,4n -k6,6n | awk -F, '
+	function flush() { if (n) printf "%s,%s,%s\n", key, v[int((n + 1) / 2)], rest }
+	{ k = $1 "," $2 "," $3 "," $4
+	  if (k != key) { flush(); key = k; n = 0 }
+	  v[++n] = $6; rest = $7 "," $8 }
+	END { flush() }' > "$AGG"
+for topo in $TOPOS; do
+	for k in $KS; do
+		echo
+		echo "== $topo, k = $k broadcasts of 1 KiB (+ ${COMPUTE} ms computation): effective latency, ms (ratio to basic)"
+		printf '%-6s' mode
+		for size in $SIZES; do printf ' %24s' "size $size"; done
+		printf '   %s\n' "rank 0: tested after (ms), tries"
+		for mode in $MODES; do
+			printf '%-6s' "$mode"
+			for size in $SIZES; do
+				awk -F, -v t="$topo" -v m="$mode" -v s="$size" -v k="$k" '
+					$1 == t && $3 == s && $4 == k && $2 == "basic" { b = $5 }
+					$1 == t && $3 == s && $4 == k && $2 == m { e = $5 }
+					END { if (e == "") { printf " %24s", "-"; exit }
+					      r = b ? b / e : 0
+					      printf " %12.2f (%6.2fx)  ", e / 1000, r }' "$AGG"
+			done
+			awk -F, -v t="$topo" -v m="$mode" -v k="$k" -v s="${SIZES##* }" '
+				$1 == t && $2 == m && $3 == s && $4 == k {
+					if ($6 > 0) printf "   %.1f, %s", $6 / 1000, $7 }' "$AGG"
+			echo
+		done
+	done
+done
+echo
+echo "== left behind after SIGKILL (own groups at the SA, MFT entries carrying them)"
+column -s, -t "$OUT/leftovers.csv"
+echo "(sm: the job's groups belong to its reservation and go with the job's release)"
+echo
+say "done; $FAILED failed points; results in $CSV"
+[ "$FAILED" = 0 ]

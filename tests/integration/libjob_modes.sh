@@ -1,0 +1,161 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Seed 000's communicator modes on the simulated fabric with real OpenSM:
+# basic, lazy and pool create and join their own groups through the data
+# plane's SA proxy and test them by multicast before use. For each: the
+# broadcasts are byte-exact, multicast is used after testing (lazy:
+# point-to-point before), the SA holds the group while the communicator
+# uses it and no longer after free (pool: after finalize). Then testing
+# that cannot succeed (the fabric drops all multicast, few tries) leaves
+# the communicator on point-to-point with its reason and correct results.
+
+# shellcheck disable=SC1091
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
+# shellcheck disable=SC1091
+. "$top_srcdir/tests/lib-libjob.sh"
+
+libjob_need
+MODES=$top_builddir/tests/libjob/modes_check
+need_file "$MODES" "tests/libjob/modes_check"
+need_cmd saquery infiniband-diags
+plan 23
+
+JOB=401
+# The job's own groups, by their MGIDs, which rank 0 logs at creation
+# (info): ff12:1bcb:... (the plugin's are ff12:1bca:...). Each is looked up
+# at the SA by MGID (saquery -g shows no more than one MAD of records on
+# this fabric).
+export IBMCAST_LOG_LEVEL=info
+
+# own_groups DIR: those of the run in DIR that the SA holds now.
+own_groups() {
+	local g n
+	grep -oE 'created through the SA group ff12:1bcb:[0-9a-f:]+' "$1/out" |
+		awk '{ print $NF }' | sort -u | while read -r g; do
+		n=$(on_fabric timeout 60 saquery MCMR --mgid "$g" 2> /dev/null |
+			grep -ci 'mgid')
+		if [ "${n:-0}" -gt 0 ]; then echo "$g"; fi
+	done
+}
+
+none_held() {
+	[ -z "$(own_groups "$1")" ]
+}
+
+# created DIR: how many groups the run in DIR created.
+created() {
+	grep -oE 'created through the SA group ff12:1bcb:[0-9a-f:]+' "$1/out" |
+		sort -u | wc -l
+}
+
+# modes_run MSG NRANKS PERNODE DIR [modes_check options]: starts the ranks
+# in the background (holding twice, see modes_check), output in DIR/out.
+modes_run() {
+	local n=$1 k=$2 dir=$3
+	shift 3
+	"$IBMCAST_RUN" -n "$n" --nodes 'node[1-8]' -k "$k" --timeout 240 \
+		-- "$MODES" --hold "$dir" "$@" > "$dir/out" 2>&1 &
+	RUN_PID=$!
+	at_exit "kill $RUN_PID 2> /dev/null"
+}
+
+# modes_check_held NAME DIR: the SA holds the groups the run created
+# while in use, not after free (pool groups stay until finalize:
+# FREED_EXPECT=held).
+modes_check_held() {
+	local name=$1 dir=$2 held freed n
+	wait_until 120 test -e "$dir/in_use" ||
+		{ diag "$(tail -n 20 "$dir/out")"; bail_out "$name: ranks never got the communicator going"; }
+	n=$(created "$dir")
+	held=$(own_groups "$dir" | wc -l)
+	ok "$([ "$n" -ge 1 ] && [ "$held" = "$n" ]; echo $?)" \
+		"$name: the SA holds the $n group(s) the job created while in use ($held: $(own_groups "$dir" | paste -sd' '))"
+	touch "$dir/go"
+	wait_until 120 test -e "$dir/freed" ||
+		bail_out "$name: ranks never freed the communicator"
+	if [ "${FREED_EXPECT:-gone}" = gone ]; then
+		# Leaves reach OpenSM, which deletes a group once its last
+		# full member left.
+		wait_until 30 none_held "$dir"
+		freed=$(own_groups "$dir" | wc -l)
+		ok "$([ "$freed" = 0 ]; echo $?)" \
+			"$name: none of them at the SA after free ($freed left)"
+	else
+		freed=$(own_groups "$dir" | wc -l)
+		ok "$([ "$freed" = "$n" ]; echo $?)" \
+			"$name: the pool's $n groups stay at the SA after free ($freed)"
+	fi
+	touch "$dir/go2"
+	wait "$RUN_PID"
+	RUN_RC=$?
+}
+
+field() {
+	grep -oE "(^|[ ])$1=[^ ]+" "$2" | head -n 1 | cut -d= -f2
+}
+
+sim_up --hosts 8 --radix 4 || bail_out "fabric did not come up"
+# shellcheck disable=SC1091
+. "$SIM_DIR/env"
+export IBMCAST_JOB=$JOB
+# A loaded 2-core host: OpenSM may take seconds to program the switches;
+# success cases allow for it (20 s of tries), the failure case does not.
+export IBMCAST_MCAST_TEST_TRIES=2000
+ok "$(! on_fabric timeout 60 saquery -g 2> /dev/null | grep -qi 'ff12:1bcb:'; echo $?)" \
+	"no own group at the SA before"
+
+# --- basic: 8 ranks, 2 per node (one join per node) ---------------------
+d=$(mktemp -d "$SIM_DIR/basic.XXXX")
+modes_run 8 2 "$d" --mode basic --count 40
+modes_check_held basic "$d"
+ok "$RUN_RC" "basic: ranks exited 0" || diag "$(tail -n 30 "$d/out")"
+s=$(grep '^summary' "$d/out")
+diag "$s"
+ok "$([ "$(field bad "$d/out")" = 0 ] && [ "$(field ready "$d/out")" = 8 ] &&
+	[ "$(field last_mcast "$d/out")" = 8 ]; echo $?)" \
+	"basic: every byte right, all 8 tested ready, broadcasts by multicast"
+ok "$(grep -q '^rank 0 .*tries=[1-9]' "$d/out"; echo $?)" \
+	"basic: rank 0 counted its test messages ($(grep -o '^rank 0 .*mtest_us=[0-9]*' "$d/out" | grep -o 'tries=.*'))"
+ok "$([ -z "$(own_groups "$d")" ]; echo $?)" "basic: none of its groups at the SA after finalize"
+
+# --- lazy: testing advances inside the broadcasts (no progress thread, as
+# in seed 000), so the first ones go point-to-point ----------------------
+d=$(mktemp -d "$SIM_DIR/lazy.XXXX")
+IBMCAST_PROGRESS_THREAD=0 modes_run 6 1 "$d" --mode lazy --count 1 \
+	--until-mcast 8 --max 20000
+modes_check_held lazy "$d"
+ok "$RUN_RC" "lazy: ranks exited 0" || diag "$(tail -n 30 "$d/out")"
+diag "$(grep '^summary' "$d/out")"
+ok "$([ "$(field bad "$d/out")" = 0 ] && [ "$(field first_p2p "$d/out")" = 6 ]; echo $?)" \
+	"lazy: every byte right, the first broadcast went point-to-point"
+m0=$(field mcast_bcasts0 "$d/out")
+ok "$([ "${m0:-0}" -ge 8 ] && [ "$(field ready "$d/out")" = 6 ]; echo $?)" \
+	"lazy: after testing, broadcasts went by multicast ($m0 at rank 0) and all 6 are ready"
+ok "$([ -z "$(own_groups "$d")" ]; echo $?)" "lazy: none of its groups at the SA after finalize"
+
+# --- pool: the job's own pool built at init; a sub-communicator of 4 of
+# the 8 ranks takes a tested group at once --------------------------------
+d=$(mktemp -d "$SIM_DIR/pool.XXXX")
+IBMCAST_COMM_MODE=pool IBMCAST_MODE_POOL_GROUPS=2 FREED_EXPECT=held \
+	modes_run 8 1 "$d" --size 4 --count 30
+FREED_EXPECT=held modes_check_held pool "$d"
+ok "$RUN_RC" "pool: ranks exited 0" || diag "$(tail -n 30 "$d/out")"
+diag "$(grep '^summary' "$d/out")"
+ok "$([ "$(field bad "$d/out")" = 0 ] && [ "$(field ready "$d/out")" = 4 ] &&
+	[ "$(field first_p2p "$d/out")" = 0 ] && [ "$(field last_mcast "$d/out")" = 4 ]; echo $?)" \
+	"pool: every byte right, multicast from the first broadcast on"
+ok "$([ -z "$(own_groups "$d")" ]; echo $?)" "pool: none of its groups at the SA after finalize"
+
+# --- testing that cannot succeed ------------------------------------------
+dp_ctl set loss=1 scope=mc seed=3 > /dev/null || bail_out "cannot set faults"
+d=$(mktemp -d "$SIM_DIR/fail.XXXX")
+IBMCAST_MCAST_TEST_TRIES=3 modes_run 4 1 "$d" --mode basic --count 12
+modes_check_held "basic, multicast dropped" "$d"
+dp_ctl clear > /dev/null
+ok "$RUN_RC" "multicast dropped: ranks exited 0" || diag "$(tail -n 30 "$d/out")"
+diag "$(grep '^summary' "$d/out")"
+ok "$([ "$(field bad "$d/out")" = 0 ] && [ "$(field ready "$d/out")" = 0 ] &&
+	[ "$(field last_mcast "$d/out")" = 0 ]; echo $?)" \
+	"multicast dropped: every byte right over point-to-point, no rank ready"
+ok "$(grep -q 'why0="multicast testing gave up after 3 tries' "$d/out"; echo $?)" \
+	"multicast dropped: the reason is given ($(grep -o 'why0=.*' "$d/out"))"
