@@ -70,6 +70,7 @@ struct watch {
 	uint16_t mlid[MAX_MLIDS];
 	int nmlid;
 	unsigned long smps, smp_errors;
+	bool announce;		/* say once on stderr that reads went out */
 };
 
 /* One (switch, block, position) read. */
@@ -397,6 +398,12 @@ static int read_mfts(struct watch *w)
 			inflight++;
 			if (rd[next].deadline < first)
 				first = rd[next].deadline;
+		}
+		/* A caller holding the fabric still (ibsim stopped) knows
+		 * when the first reads are queued ahead of the SM's writes. */
+		if (w->announce) {
+			fprintf(stderr, "ibmcast-mftwatch: first reads sent\n");
+			w->announce = false;
 		}
 		if (!left || !inflight)
 			continue;
@@ -881,6 +888,7 @@ int main(int argc, char **argv)
 			}
 		}
 		free(line);
+		w.announce = true;
 	}
 	if (ret) {
 		if (ret == -ENOMEM)

@@ -5,7 +5,11 @@
 # before the last SMP read that still returned an entry other than the
 # final one was sent fails (mftwatch's resolution is one SMP round trip).
 # The positive control: for most jobs the poller did see entries not yet
-# final, so the comparison is made close to where programming ended.
+# final, so the comparison is made close to where programming ended. For
+# that ibsim is stopped (SIGSTOP) from before each reserve until the job's
+# watcher has queued its first reads, so that they are not all answered
+# after OpenSM's writes however slowly the client side runs (the sanitizer
+# build), and OpenSM sends one SMP at a time (max_wire_smps=1).
 
 # shellcheck disable=SC1091
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
@@ -101,6 +105,27 @@ discovered() {
 	return 1
 }
 
+# hold_ibsim / release_ibsim: stop ibsim, and let it run again. Bounded:
+# the caller releases as soon as the watcher's reads are queued, and the
+# fabric's cleanup never finds it stopped.
+IBSIM_HELD=
+hold_ibsim() {
+	local pid
+	read -r pid _ < "$SIM_DIR/pids/ibsim" && kill -STOP "$pid" &&
+		IBSIM_HELD=$pid
+}
+release_ibsim() {
+	[ -z "$IBSIM_HELD" ] || kill -CONT "$IBSIM_HELD"
+	IBSIM_HELD=
+}
+at_exit release_ibsim
+
+# reads_sent K: watcher K has sent its first reads (30 s at most).
+reads_sent() {
+	wait_until 30 grep -q 'first reads sent' "$tmp/w.$1.err" ||
+		diag "watcher $1 sent no reads: $(cat "$tmp/w.$1.err")"
+}
+
 SEEN_BUILDING=0
 # run_jobs TRIPLES...: batches of three jobs, each with its watcher; two
 # assertions per job.
@@ -114,11 +139,14 @@ run_jobs() {
 			echo "${a[k]}"; done)
 		for ((k = i; k < i + 9 && k < ${#a[@]}; k += 3)); do
 			job=${a[k]} hl=${a[k + 1]} ng=${a[k + 2]}
+			hold_ibsim
 			r=$("$CTL" --json reserve "$job" --nodes "$hl" \
 				--groups "$ng" 2> "$tmp/err.$job")
 			fd=${WFD[$job]}
 			mlids_of "$r" >&"$fd"
 			exec {fd}>&-
+			reads_sent "$job"
+			release_ibsim
 			echo "$r" > "$tmp/r.$job"
 		done
 		for ((k = i; k < i + 9 && k < ${#a[@]}; k += 3)); do
