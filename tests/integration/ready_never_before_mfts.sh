@@ -74,14 +74,16 @@ mlids_of() {
 }
 
 # start_watcher K HOSTLIST: a watcher on fifo K that discovers now and
-# reads its MLIDs later; sets WFD[K] to the fifo's write end.
+# reads its MLIDs later; sets WFD[K] to the fifo's write end. Its first
+# reads wait out the hold on ibsim: 1 s before a try is sent again.
 declare -A WFD WPID
 start_watcher() {
 	local k=$1 fd
 	rm -f "$tmp/fifo.$k" "$tmp/w.$k" "$tmp/w.$k.err"
 	mkfifo "$tmp/fifo.$k"
 	on_fabric "$WATCH" watch --mlids-from-stdin --interval-us 0 \
-		--timeout-ms 30000 --nodes "$(hostlist_expand "$2" | paste -sd,)" \
+		--smp-timeout-ms 1000 --timeout-ms 30000 \
+		--nodes "$(hostlist_expand "$2" | paste -sd,)" \
 		< "$tmp/fifo.$k" > "$tmp/w.$k" 2> "$tmp/w.$k.err" &
 	WPID[$k]=$!
 	WATCHERS+=($!)
