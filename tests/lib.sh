@@ -10,7 +10,9 @@
 #           diag MSG... | skip_all REASON | bail_out REASON
 # Needs:    need_cmd CMD [PACKAGE] | need_file PATH [WHAT] | plugin_built
 # Fabrics:  sim_up [ibmcast-sim up options]   sets SIM_DIR; EXIT trap runs
-#           down and removes the directory unless IBMCAST_KEEP_TMP is set
+#           down and removes the directory unless IBMCAST_KEEP_TMP is set;
+#           a sanitizer report of its OpenSMs (DIR/sanitizer.log) fails
+#           the test
 #           sim_down DIR | sim_diag DIR CMD... | fabric_procs DIR
 #           at_exit CMD-STRING  (run at exit, last registered first)
 # Waiting:  wait_until SECONDS CMD...  (retry CMD every 0.2 s until it
