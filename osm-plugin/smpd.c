@@ -35,7 +35,10 @@
 #define TID_IDX_BITS	10
 #define TID_IDX_MASK	((1u << TID_IDX_BITS) - 1)
 /* umad2sim copies whole simulator packets, larger than a MAD, in and out
- * of our buffer; leave it room. */
+ * of our buffer; leave it room.
+ * The MAD lands at struct ib_user_mad's data, 64 bytes in, where this
+ * libibumad's umad_size() says 56: the buffer is sized by the struct, or a
+ * receive of the full length would end 8 bytes past it. */
 #define UMAD_ROOM	1024
 
 _Static_assert(IBMC_SMP_MAX_QUERIES <= (1u << TID_IDX_BITS),
@@ -363,7 +366,7 @@ int main(int argc, char **argv)
 	sigaction(SIGTERM, &sa, NULL);
 	sigaction(SIGINT, &sa, NULL);
 
-	d->umad_len = umad_size() + UMAD_ROOM;
+	d->umad_len = sizeof(struct ib_user_mad) + UMAD_ROOM;
 	d->umad = calloc(1, d->umad_len);
 	if (!d->umad) {
 		fprintf(stderr, "ibmcast-smpd: out of memory\n");

@@ -19,7 +19,10 @@
 #include "sim-fabric/dataplane.h"
 
 #define MAD_TRIES 3
-/* umad2sim copies whole simulator packets into receive buffers. */
+/* umad2sim copies whole simulator packets into receive buffers.
+ * The MAD lands at struct ib_user_mad's data, 64 bytes in, where this
+ * libibumad's umad_size() says 56: the buffer is sized by the struct, or a
+ * receive of the full length would end 8 bytes past it. */
 #define UMAD_ROOM 1024
 
 struct dp_mad {
@@ -41,7 +44,7 @@ int dp_mad_open(struct dp_mad **out, int timeout_ms, int window)
 		return -ENOMEM;
 	m->timeout_ms = timeout_ms;
 	m->window = window;
-	m->umad = calloc(1, umad_size() + UMAD_ROOM);
+	m->umad = calloc(1, sizeof(struct ib_user_mad) + UMAD_ROOM);
 	if (!m->umad)
 		goto err;
 	if (umad_init() < 0)
@@ -110,7 +113,7 @@ static int send_one(struct dp_mad *m, struct dp_mad_req *r)
 	ib_portid_t dst = { 0 };
 	int sa = r->mgmt_class == IB_SA_CLASS;
 
-	memset(m->umad, 0, umad_size() + UMAD_ROOM);
+	memset(m->umad, 0, sizeof(struct ib_user_mad) + UMAD_ROOM);
 	rpc.mgtclass = r->mgmt_class;
 	rpc.method = r->method;
 	rpc.attr.id = r->attr_id;

@@ -26,16 +26,29 @@
 #define MAX_MLIDS	64
 #define SMP_WINDOW	32	/* SMPs in flight */
 #define SMP_TRIES	3
-/* umad2sim copies whole simulator packets into receive buffers. */
+/* umad2sim copies whole simulator packets into receive buffers.
+ * The MAD lands at struct ib_user_mad's data, 64 bytes in, where this
+ * libibumad's umad_size() says 56: the buffer is sized by the struct, or a
+ * receive of the full length would end 8 bytes past it. */
 #define UMAD_ROOM	1024
 
 enum { EXIT_DONE = 0, EXIT_NO = 1, EXIT_ERR = 2 };
+
+/* What the reads of one (switch, MLID, position) entry returned so far. */
+struct seen {
+	bool valid;
+	uint16_t val;		/* the latest read's mask */
+	uint64_t last_sent;	/* when the latest read was sent */
+	uint64_t wrong_sent;	/* the last read sent whose mask differs
+				 * from val: 0 if none */
+};
 
 struct sw {
 	ibnd_node_t *node;
 	uint16_t lid;
 	int npos;		/* port groups: ports 16*pos .. 16*pos+15 */
-	uint16_t *mask;		/* [mlid index][pos] */
+	uint16_t *mask;		/* [mlid index][pos], this pass */
+	struct seen *seen;	/* [mlid index][pos], every pass */
 };
 
 struct hca {
@@ -57,6 +70,7 @@ struct watch {
 	uint16_t mlid[MAX_MLIDS];
 	int nmlid;
 	unsigned long smps, smp_errors;
+	bool announce;		/* say once on stderr that reads went out */
 };
 
 /* One (switch, block, position) read. */
@@ -68,6 +82,7 @@ struct rd {
 	bool done;
 	uint32_t tid;
 	uint64_t deadline;
+	uint64_t first_sent, sent;	/* the first try's, the latest's */
 };
 
 static void die_usage(void)
@@ -178,7 +193,9 @@ static int discover(struct watch *w)
 		w->sw[i].npos = (n->numports + 1 + 15) / 16;
 		w->sw[i].mask = calloc((size_t)w->sw[i].npos * MAX_MLIDS,
 				       sizeof(uint16_t));
-		if (!w->sw[i].mask)
+		w->sw[i].seen = calloc((size_t)w->sw[i].npos * MAX_MLIDS,
+				       sizeof(struct seen));
+		if (!w->sw[i].mask || !w->sw[i].seen)
 			return -ENOMEM;
 	}
 	i = 0;
@@ -201,7 +218,7 @@ static int open_smp(struct watch *w)
 	}
 	w->fd = mad_rpc_portid(w->port);
 	w->agent = mad_rpc_class_agent(w->port, IB_SMI_CLASS);
-	w->umad = calloc(1, umad_size() + UMAD_ROOM);
+	w->umad = calloc(1, sizeof(struct ib_user_mad) + UMAD_ROOM);
 	if (!w->umad)
 		return -ENOMEM;
 	return 0;
@@ -212,7 +229,7 @@ static int send_rd(struct watch *w, struct rd *r, uint32_t idx)
 	ib_rpc_t rpc = { 0 };
 	ib_portid_t dst = { 0 };
 
-	memset(w->umad, 0, umad_size() + UMAD_ROOM);
+	memset(w->umad, 0, sizeof(struct ib_user_mad) + UMAD_ROOM);
 	rpc.mgtclass = IB_SMI_CLASS;
 	rpc.method = IB_MAD_METHOD_GET;
 	rpc.attr.id = IB_ATTR_MULTICASTFORWTBL;
@@ -235,8 +252,37 @@ static int send_rd(struct watch *w, struct rd *r, uint32_t idx)
 	w->smps++;
 	r->tid = (uint32_t)rpc.trid;
 	r->tries++;
-	r->deadline = ibmc__now_ns() + (uint64_t)w->smp_tmo_ms * 1000000ull;
+	r->sent = ibmc__now_ns();
+	if (r->tries == 1)
+		r->first_sent = r->sent;
+	r->deadline = r->sent + (uint64_t)w->smp_tmo_ms * 1000000ull;
 	return 0;
+}
+
+/* One entry read: the switch held val at some moment after sent. */
+static void saw(struct seen *e, uint16_t val, uint64_t sent)
+{
+	if (e->valid && val != e->val)
+		e->wrong_sent = e->last_sent;
+	e->valid = true;
+	e->val = val;
+	e->last_sent = sent;
+}
+
+/* The latest send time of a read that returned an entry other than the
+ * one the last pass saw: the switches still lacked the final entries at
+ * some moment after it (0 if no read ever differed). Its resolution is one
+ * SMP's round trip, not a pass. */
+static uint64_t last_wrong_sent(const struct watch *w)
+{
+	uint64_t t = 0;
+	int s, i;
+
+	for (s = 0; s < w->nsw; s++)
+		for (i = 0; i < w->nmlid * w->sw[s].npos; i++)
+			if (w->sw[s].seen[i].wrong_sent > t)
+				t = w->sw[s].seen[i].wrong_sent;
+	return t;
 }
 
 static void take(struct watch *w, struct rd *rd, int n, int *left)
@@ -244,6 +290,7 @@ static void take(struct watch *w, struct rd *rd, int n, int *left)
 	uint8_t *mad = umad_get_mad(w->umad), *data;
 	uint32_t tid = (uint32_t)mad_get_field64(mad, 0, IB_MAD_TRID_F);
 	uint32_t idx = tid & 0xffff;
+	uint64_t sent;
 	struct rd *r;
 	int i, mi;
 
@@ -265,11 +312,17 @@ static void take(struct watch *w, struct rd *rd, int n, int *left)
 		return;
 	}
 	data = mad + IB_SMP_DATA_OFFS;
+	/* An answer to an earlier try was read after that try was sent. */
+	sent = tid == r->tid ? r->sent : r->first_sent;
 	for (i = 0; i < 32; i++) {
+		uint16_t v = (uint16_t)(data[2 * i] << 8 | data[2 * i + 1]);
+
 		mi = mlid_index(w, (uint16_t)(MLID_BASE + 32u * r->block + i));
-		if (mi >= 0)
-			mask_of(w, r->sw, mi)[r->pos] =
-				(uint16_t)(data[2 * i] << 8 | data[2 * i + 1]);
+		if (mi < 0)
+			continue;
+		mask_of(w, r->sw, mi)[r->pos] = v;
+		saw(&w->sw[r->sw].seen[mi * w->sw[r->sw].npos + r->pos], v,
+		    sent);
 	}
 }
 
@@ -345,6 +398,12 @@ static int read_mfts(struct watch *w)
 			inflight++;
 			if (rd[next].deadline < first)
 				first = rd[next].deadline;
+		}
+		/* A caller holding the fabric still (ibsim stopped) knows
+		 * when the first reads are queued ahead of the SM's writes. */
+		if (w->announce) {
+			fprintf(stderr, "ibmcast-mftwatch: first reads sent\n");
+			w->announce = false;
 		}
 		if (!left || !inflight)
 			continue;
@@ -675,11 +734,14 @@ static int cmd_watch(struct watch *w, char *nodes, long timeout_ms,
 		goto oom;
 	json_object_set_new(out, "complete", json_boolean(done));
 	if (done) {
-		/* Completion happened after prev_t0 (the last pass that saw
-		 * it incomplete began then) and before t1. */
+		/* Completion happened before t1, and after the last read
+		 * that still returned an entry other than the final one was
+		 * sent; prev_t0 began the last pass that saw it incomplete. */
 		json_object_set_new(out, "complete_mono_ns",
 				    json_integer((json_int_t)t1));
 		json_object_set_new(out, "complete_after_mono_ns",
+				    json_integer((json_int_t)last_wrong_sent(w)));
+		json_object_set_new(out, "incomplete_pass_mono_ns",
 				    json_integer((json_int_t)prev_t0));
 	} else {
 		pending = json_array();
@@ -826,6 +888,7 @@ int main(int argc, char **argv)
 			}
 		}
 		free(line);
+		w.announce = true;
 	}
 	if (ret) {
 		if (ret == -ENOMEM)
@@ -840,8 +903,10 @@ int main(int argc, char **argv)
 	if (w.port)
 		mad_rpc_close_port(w.port);
 	free(w.umad);
-	for (i = 0; w.sw && i < w.nsw; i++)
+	for (i = 0; w.sw && i < w.nsw; i++) {
 		free(w.sw[i].mask);
+		free(w.sw[i].seen);
+	}
 	free(w.sw);
 	free(w.hca);
 	if (w.fabric)

@@ -20,6 +20,9 @@
 #include <unistd.h>
 
 #include <infiniband/umad.h>
+#ifdef __SANITIZE_ADDRESS__
+#include <sanitizer/asan_interface.h>
+#endif
 
 #include "common/clock.h"
 #include "common/parse.h"
@@ -383,6 +386,33 @@ static int slice(int64_t end, int64_t next)
 	return s < 1 ? 1 : (int)s;
 }
 
+/* The sanitizer suite exempts umad2sim's read() from the interceptors'
+ * checks (tests/asan.supp: it copies a whole user MAD out of its own
+ * shorter packet buffer), which would also hide a caller's receive buffer
+ * shorter than the length it gives. So that is checked here, in
+ * instrumented code, with the caller on the stack. Only memory the
+ * sanitizer knows is checked: heap blocks and instrumented callers'
+ * stacks. */
+static void check_recv_buffer(void *umad, int cap)
+{
+#ifdef __SANITIZE_ADDRESS__
+	size_t n = sizeof(struct ib_user_mad) + (size_t)(cap > 0 ? cap : 0);
+	void *bad = __asan_region_is_poisoned(umad, n);
+
+	if (bad) {
+		fprintf(stderr, "libibmcast_umadtimeout: umad_recv() into %p "
+			"with length %d: byte %zu of the %zu it may write is "
+			"outside the buffer\n", umad, cap,
+			(size_t)((char *)bad - (char *)umad), n);
+		__sanitizer_print_stack_trace();
+		abort();
+	}
+#else
+	(void)umad;
+	(void)cap;
+#endif
+}
+
 int umad_recv(int fd, void *umad, int *length, int timeout_ms)
 {
 	int64_t end = timeout_ms < 0 ? -1 : ibmc__now_ms() + timeout_ms, next;
@@ -395,6 +425,7 @@ int umad_recv(int fd, void *umad, int *length, int timeout_ms)
 	if (!umad || !length)
 		return real_recv(fd, umad, length, timeout_ms);
 	cap = *length;
+	check_recv_buffer(umad, cap);
 	for (;;) {
 		agent = take_expired(fd, umad, length, &next);
 		if (agent >= 0) {

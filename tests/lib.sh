@@ -10,7 +10,9 @@
 #           diag MSG... | skip_all REASON | bail_out REASON
 # Needs:    need_cmd CMD [PACKAGE] | need_file PATH [WHAT] | plugin_built
 # Fabrics:  sim_up [ibmcast-sim up options]   sets SIM_DIR; EXIT trap runs
-#           down and removes the directory unless IBMCAST_KEEP_TMP is set
+#           down and removes the directory unless IBMCAST_KEEP_TMP is set;
+#           a sanitizer report of its OpenSMs (DIR/sanitizer.log) fails
+#           the test
 #           sim_down DIR | sim_diag DIR CMD... | fabric_procs DIR
 #           at_exit CMD-STRING  (run at exit, last registered first)
 # Waiting:  wait_until SECONDS CMD...  (retry CMD every 0.2 s until it
@@ -42,6 +44,7 @@ _tap_n=0
 _tap_failed=0
 _tap_planned=
 _at_exit=()
+_sanitizer_failed=0
 
 plan() {
 	_tap_planned=$1
@@ -177,6 +180,7 @@ _lib_exit() {
 		rc=1
 	fi
 	[ "$_tap_failed" = 0 ] || [ "$rc" != 0 ] || rc=1
+	[ "$_sanitizer_failed" = 0 ] || [ "$rc" != 0 ] || rc=1
 	exit "$rc"
 }
 trap _lib_exit EXIT
@@ -197,6 +201,14 @@ _sim_cleanup() {
 	local dir=$1
 	[ -d "$dir" ] || return 0
 	sim_down "$dir" || true
+	# In the sanitizer build every OpenSM checks for leaks (its plugin's,
+	# its smpd's) as it exits; ibmcast-sim keeps what it reported, or
+	# that it had to be killed before it could check.
+	if [ -s "$dir/sanitizer.log" ]; then
+		diag "OpenSM's sanitizer check failed ($dir/sanitizer.log):"
+		sed 's/^/#   /' "$dir/sanitizer.log"
+		_sanitizer_failed=1
+	fi
 	if [ -n "${IBMCAST_KEEP_TMP:-}" ]; then
 		diag "kept $dir (IBMCAST_KEEP_TMP is set)"
 	else

@@ -9,6 +9,10 @@
 # With readback off, the plugin keeps
 # reporting the job ready while the data plane shows the member behind the
 # wrong entry getting nothing: the reason readback is on by default.
+# A group whose entry is made wrong while it is still being built (the
+# plugin's SMP reader held stopped, so it cannot have confirmed it yet) is
+# not reported ready while the entry stays wrong, and is once OpenSM
+# rewrites the table.
 
 # shellcheck disable=SC1091
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
@@ -25,7 +29,7 @@ need_file "$CORRUPT" "sim-fabric/ibmcast-mftcorrupt (make check builds it)"
 need_file "$DP_BIN" "sim-fabric/ibmcast-dataplane"
 need_file "$DP_TOOL" "tests/dataplane/dp_tool"
 
-plan 18
+plan 24
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ibmcast-corrupt.XXXXXX")
 at_exit "rm -rf '$tmp'"
@@ -170,6 +174,44 @@ smp_errors "$SW" 0
 wait_until 60 eval '[ "$(job_state 5)" = ready ]'
 ok $? "  once the switch answers again, job 5 is ready" || diag "$(status_of 5)"
 "$CTL" release 5 > /dev/null 2>&1
+
+# --- a group corrupted before it was ever ready ------------------------------
+# The plugin's SMP reader (ibmcast-smpd, OpenSM's child) is stopped, so
+# the new job cannot pass readback; OpenSM still writes the tables, and
+# the entry is cleared right after. (A reader that does not answer within
+# the plugin's 2 s budget is replaced, which would let a new one read the
+# entry: the check below that the job is still building would then fail.)
+SMPD=$(ps -o pid=,comm= --ppid "$OSM_PID" | awk '$2 == "ibmcast-smpd" { print $1; exit }')
+ok "$([ -n "$SMPD" ] && kill -STOP "$SMPD"; echo $?)" \
+	"the plugin's SMP reader (pid ${SMPD:-none}) is stopped"
+at_exit "kill -CONT ${SMPD:-0} 2> /dev/null"
+"$CTL" reserve 7 --nodes "$NODES" --groups 1 > /dev/null 2>&1
+MLID=$(status_of 7 | jq -r '.jobs[0].groups[0].mlid')
+# Cleared once OpenSM has written it (corrupt passes when the bit was set).
+wait_until 30 corrupt
+ok $? "job 7 ($MLID): OpenSM wrote the entry and mftcorrupt cleared $VICTIM's bit on switch LID $SW"
+is "$(job_state 7)/$(reach_members "$MLID")" "building/$(hostlist_expand "$NODES" |
+	grep -vx "$VICTIM" | sort | paste -sd,)" \
+	"the entry is wrong (mftwatch: $VICTIM unreached) while the plugin says building"
+# (The stopped reader may have been replaced by now; it is let go either
+# way.)
+kill -CONT "$SMPD" 2> /dev/null
+wait_until 30 eval '[[ "$(status_of 7 | jq -r ".jobs[0].groups[0].pending")" == "switch LID $SW MFT for $MLID is "* ]]'
+rc=$?
+st=$(status_of 7)
+is "$rc/$(jq -r '.jobs[0].state' <<< "$st")" "0/building" \
+	"its reader running again, readback finds the entry wrong: building, naming switch LID $SW" ||
+	diag "$st"
+w=$("$CTL" --json wait 7 --timeout-ms 3000 2> /dev/null)
+is "$(jq -r '[.timed_out, .job.state] | @tsv' <<< "$w")/$(
+	[ "$(reach_members "$MLID")" != "$all" ]; echo $?)" "true	building/0" \
+	"  never ready while the entry stays wrong (a wait times out)" || diag "$w"
+kill -HUP "$OSM_PID"
+wait_until 30 eval '[ "$(job_state 7)" = ready ]'
+is "$?/$(reach_members "$MLID")" "0/$all" \
+	"  after OpenSM's heavy sweep rewrote it, job 7 is ready and reaches every member" ||
+	diag "$(status_of 7)"
+"$CTL" release 7 > /dev/null 2>&1
 sim_down "$SIM_DIR"
 
 # --- readback off ---------------------------------------------------------------
