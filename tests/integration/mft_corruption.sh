@@ -45,16 +45,6 @@ status_of() { "$CTL" --json status "$1" 2> /dev/null; }
 counter() { "$CTL" --json status 2> /dev/null | jq ".counters.$1"; }
 job_state() { status_of "$1" | jq -r '.jobs[0].state'; }
 
-# smp_errors SWLID RATE: ibsim drops RATE % of the MulticastForwardingTable
-# SMPs (attribute 0x1b) to and from switch SWLID: at 100 it stops
-# answering them.
-smp_errors() {
-	local desc
-	desc=$(fabric_topology "$SIM_DIR" |
-		awk -v l="$1" '$1 == l && $2 == "desc" { print $3; exit }')
-	"$IBMCAST_SIM" console --dir "$SIM_DIR" -- Error "\"S-$desc\"" "$2" 0x1b
-}
-
 # reach_members MLID: the members mftwatch finds, sorted, comma-separated.
 reach_members() {
 	on_fabric "$WATCH" reach --mlid "$1" 2> /dev/null |
@@ -160,7 +150,7 @@ is "$(reach_members "$MLID")/$([ "$(counter rebuilds)" -ge 1 ]; echo $?)" "$all/
 # A switch on the tree that stops answering MFT SMPs: not ready, the
 # reason names it, and nothing hangs (status answers, waits end at their
 # bound); once it answers again the job is ready.
-smp_errors "$SW" 100
+fabric_smp_errors "$SW" 100
 wait_until 30 eval '[ "$(job_state 5)" = building ]'
 rc=$?
 is "$rc/$(status_of 5 | jq -r '.jobs[0].groups[0].pending')" \
@@ -170,7 +160,7 @@ w=$("$CTL" --timeout-ms 10000 --json wait 5 --timeout-ms 2000 2> /dev/null)
 is "$(jq -r '[.timed_out, .job.state] | @tsv' <<< "$w")/$(
 	"$CTL" --timeout-ms 10000 --json status | jq -r .ok)" "true	building/true" \
 	"  nothing hangs: a wait ends at its bound, status answers" || diag "$w"
-smp_errors "$SW" 0
+fabric_smp_errors "$SW" 0
 wait_until 60 eval '[ "$(job_state 5)" = ready ]'
 ok $? "  once the switch answers again, job 5 is ready" || diag "$(status_of 5)"
 "$CTL" release 5 > /dev/null 2>&1
