@@ -27,20 +27,25 @@ at_exit "rm -rf '$tmp'"
 sim_up --hosts 12 --radix 8 || bail_out "fabric did not come up"
 # shellcheck disable=SC1091
 . "$SIM_DIR/env"
-group() { # JOB: "MGID MLID QKEY" of its group 0 once ready
+group() { # JOB: "MGID MLID QKEY" of its group 0 once ready (the Q_Key
+	  # is the job's, shared by its groups)
 	"$CTL" --json wait "$1" --timeout-ms 30000 2> /dev/null |
-		jq -r '.job.groups[0] | "\(.mgid) \(.mlid) \(.qkey)"'
+		jq -r '.job.qkey as $q | .job.groups[0] |
+			"\(.mgid) \(.mlid) \($q)"'
 }
 
 # round TAG MGID MLID QKEY: node1 sends 2 packets to the group; receivers
 # on node2..node6 report how many they got: "n2 n3 n4 n5 n6".
 round() {
 	local tag=$1 mgid=$2 mlid=$3 qkey=$4 n res=
+	# Attached first: the daemon reads only MLIDs someone uses. Their
+	# wait counts from their start, and the MFT pass below may take
+	# seconds on a loaded machine: 10 s (what the negative rounds cost).
 	for n in 2 3 4 5 6; do
 		dp_recv_bg "$tmp/$tag.$n" --node node$n --mgid "$mgid" \
-			--mlid "$mlid" --count 2 --timeout-ms 1500
+			--mlid "$mlid" --count 2 --timeout-ms 10000
 	done
-	dp_mft_fresh "$mlid"	# the daemon has read the MLID since
+	dp_mft_fresh "$mlid" >&2	# the daemon has read the MLID since
 	# After a release: until the SM has cleared the MFTs.
 	[ -z "${WAIT_EMPTY:-}" ] || wait_until 20 sh -c \
 		"[ -z \"\$('$IBMCAST_SIM' dataplane --dir '$SIM_DIR' status |
@@ -82,7 +87,7 @@ is "$sum" 0 "node5 and node6 received nothing"
 # Q_Key: the receivers took any; a sender's wrong Q_Key still reaches them,
 # but not a QP with its own Q_Key.
 dp_recv_bg "$tmp/qk" --node node3 --qkey 0x5555 --mgid "$mgid" --mlid "$mlid" \
-	--count 1 --timeout-ms 1500
+	--count 1 --timeout-ms 10000
 dp_mft_fresh "$mlid"
 "$DP_TOOL" send-mc --node node1 --mgid "$mgid" --mlid "$mlid" --qkey 0x4444 > /dev/null
 is "$(dp_got "$tmp/qk")" 0 "multicast with a Q_Key the QP does not have is dropped"
@@ -105,7 +110,7 @@ like "$j7" "^joined mlid 0xc[0-9a-f]{3} qkey 0x4242 pkey 0xffff" \
 pmlid=$(awk '{ print $3 }' <<< "$j7")
 j8=$("$DP_TOOL" join --node node8 --mgid "$pm" 2>&1)
 is "$(awk '{ print $3 }' <<< "$j8")" "$pmlid" "a second proxy join gets the same MLID"
-dp_recv_bg "$tmp/sa8" --node node8 --mgid "$pm" --mlid "$pmlid" --count 1 --timeout-ms 5000
+dp_recv_bg "$tmp/sa8" --node node8 --mgid "$pm" --mlid "$pmlid" --count 1 --timeout-ms 10000
 wait_until 20 sh -c "'$IBMCAST_SIM' dataplane --dir '$SIM_DIR' status |
 	jq -e '.mlids[] | select(.mlid == $((pmlid))) | .members | index(\"node8\")'"
 "$DP_TOOL" send-mc --node node7 --mgid "$pm" --mlid "$pmlid" --qkey 0x4242 > /dev/null
