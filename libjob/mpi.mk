@@ -25,6 +25,9 @@ tests_mpi_allgather_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
 tests_mpi_allgather_mpi_LDADD = $(MPI_LIBS)
 tests_mpi_allreduce_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
 tests_mpi_allreduce_mpi_LDADD = $(MPI_LIBS) -lm
+check_PROGRAMS += tests/mpi/semantics_mpi
+tests_mpi_semantics_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
+tests_mpi_semantics_mpi_LDADD = $(MPI_LIBS)
 if BUILD_OSM_PLUGIN
 TESTS += tests/integration/mpi_shim.sh
 endif

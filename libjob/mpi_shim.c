@@ -414,9 +414,57 @@ static void count_algo(const char *algo)
 		COUNT(S.t.other);
 }
 
+/* Derived types nest no deeper than this before in_order gives up (and
+ * the data is packed, which is always right). */
+#define ORDER_DEPTH 8
+
 /*
- * The bytes of count elements of type are contiguous from buf + true_lb
- * when the type has no holes and its elements follow each other.
+ * Whether type's type map lists its bytes in memory order. Having no
+ * holes is not enough: an indexed type with its blocks in reverse, or a
+ * vector of negative stride, covers its bytes without a gap but in
+ * another order, and MPI moves data in type-map order (the type
+ * signature), which is what a rank with plain MPI_INT receives. Only
+ * what is in order by construction counts: predefined types, and dups,
+ * contiguous runs and resizings of types in order whose elements do not
+ * step back; anything else is packed.
+ */
+static int in_order(MPI_Datatype type, int depth)
+{
+	int ni, na, nd, comb, ints[1], ok = 0;
+	MPI_Aint aints[2], xlb, extent, tlb, textent;
+	MPI_Datatype inner;
+
+	if (PMPI_Type_get_envelope(type, &ni, &na, &nd, &comb) !=
+	    MPI_SUCCESS)
+		return 0;
+	if (comb == MPI_COMBINER_NAMED)
+		return 1;
+	if (depth >= ORDER_DEPTH || nd != 1 || ni > 1 || na > 2 ||
+	    (comb != MPI_COMBINER_DUP && comb != MPI_COMBINER_CONTIGUOUS &&
+	     comb != MPI_COMBINER_RESIZED) ||
+	    PMPI_Type_get_contents(type, ni, na, nd, ints, aints, &inner) !=
+		    MPI_SUCCESS)
+		return 0;
+	/* (a contiguous run steps forward by the inner type's extent: in
+	 * order if that is at least the inner type's true extent) */
+	ok = in_order(inner, depth + 1) &&
+	     (comb != MPI_COMBINER_CONTIGUOUS || ints[0] <= 1 ||
+	      (PMPI_Type_get_extent(inner, &xlb, &extent) == MPI_SUCCESS &&
+	       PMPI_Type_get_true_extent(inner, &tlb, &textent) ==
+		       MPI_SUCCESS &&
+	       extent > 0 && extent >= textent));
+	/* get_contents hands out a new handle for a derived inner type */
+	if (PMPI_Type_get_envelope(inner, &ni, &na, &nd, &comb) ==
+		    MPI_SUCCESS &&
+	    comb != MPI_COMBINER_NAMED)
+		PMPI_Type_free(&inner);
+	return ok;
+}
+
+/*
+ * The bytes of count elements of type are contiguous from buf + true_lb,
+ * in type-map order, when the type has no holes, lists its bytes in
+ * memory order, and its elements follow each other.
  */
 static int contiguous(MPI_Datatype type, int count, MPI_Aint *lb)
 {
@@ -428,7 +476,46 @@ static int contiguous(MPI_Datatype type, int count, MPI_Aint *lb)
 	    PMPI_Type_get_extent(type, &xlb, &extent) != MPI_SUCCESS)
 		return 0;
 	*lb = tlb;
-	return (MPI_Aint)size == textent && (count <= 1 || extent == textent);
+	return (MPI_Aint)size == textent &&
+	       (count <= 1 || extent == textent) && in_order(type, 0);
+}
+
+/*
+ * Packs (dir 1) count elements of type at buf into the len bytes at tmp,
+ * or unpacks (dir 0) them, by this rank's own type map; 0 or -EPROTO
+ * (this MPI's pack has a header, or failed). MPICH's pack refuses a null
+ * buffer, which MPI_BOTTOM is: data at absolute addresses is described
+ * to it as one element of a struct type placed relative to tmp instead.
+ */
+static int convert(int dir, void *buf, int count, MPI_Datatype type,
+		   void *tmp, size_t len, MPI_Comm comm)
+{
+	MPI_Datatype shifted = MPI_DATATYPE_NULL;
+	MPI_Aint base;
+	int pos = 0, rc;
+
+	if (buf == MPI_BOTTOM && count > 0) {
+		if (PMPI_Get_address(tmp, &base) != MPI_SUCCESS)
+			return -EPROTO;
+		base = -base;
+		if (PMPI_Type_create_struct(1, &count, &base, &type,
+					    &shifted) != MPI_SUCCESS ||
+		    PMPI_Type_commit(&shifted) != MPI_SUCCESS) {
+			if (shifted != MPI_DATATYPE_NULL)
+				PMPI_Type_free(&shifted);
+			return -EPROTO;
+		}
+		buf = tmp;
+		count = 1;
+		type = shifted;
+	}
+	if (dir)
+		rc = PMPI_Pack(buf, count, type, tmp, (int)len, &pos, comm);
+	else
+		rc = PMPI_Unpack(tmp, (int)len, &pos, buf, count, type, comm);
+	if (shifted != MPI_DATATYPE_NULL)
+		PMPI_Type_free(&shifted);
+	return rc == MPI_SUCCESS && (size_t)pos == len ? 0 : -EPROTO;
 }
 
 static void bcast_failed(MPI_Comm comm, int rank, int root, size_t len,
@@ -455,7 +542,7 @@ int MPI_Bcast(void *buf, int count, MPI_Datatype type, int root,
 	MPI_Aint lb = 0;
 	size_t len;
 	void *tmp = NULL;
-	int size, n, me, pos = 0, rc;
+	int size, n, me, rc;
 
 	if (!ic || count < 0 || PMPI_Type_size(type, &size) != MPI_SUCCESS ||
 	    PMPI_Comm_size(comm, &n) != MPI_SUCCESS || root < 0 ||
@@ -472,17 +559,11 @@ int MPI_Bcast(void *buf, int count, MPI_Datatype type, int root,
 			goto fail;
 		}
 		if (me == root &&
-		    (PMPI_Pack(buf, count, type, tmp, (int)len, &pos, comm) !=
-			     MPI_SUCCESS ||
-		     (size_t)pos != len)) {
-			rc = -EPROTO;	/* this MPI's pack has a header */
+		    (rc = convert(1, buf, count, type, tmp, len, comm)))
 			goto fail;
-		}
 		rc = ibmc_bcast(ic, tmp, len, root);
-		if (!rc && me != root &&
-		    PMPI_Unpack(tmp, (int)len, &pos, buf, count, type, comm) !=
-			    MPI_SUCCESS)
-			rc = -EPROTO;
+		if (!rc && me != root)
+			rc = convert(0, buf, count, type, tmp, len, comm);
 		COUNT(S.t.packed);
 	}
 	if (rc)
@@ -597,22 +678,6 @@ static void coll_failed(const char *what, MPI_Comm comm, size_t len, int rc)
 		SHIM ": rank %d: %s of %zu bytes on %d ranks over ibmcast failed: %s. Other ranks may already have completed it, so it cannot be redone with MPI's; aborting (IBMCAST_MPI=0 runs without the shim)\n",
 		S.rank, what, len, n, ibmc_strerror(rc));
 	PMPI_Abort(comm, 70);
-}
-
-/* Packs (dir 1) count elements of type at buf into the len bytes at tmp,
- * or unpacks (dir 0) them; 0 or -EPROTO (this MPI's pack has a header). */
-static int convert(int dir, void *buf, int count, MPI_Datatype type,
-		   void *tmp, size_t len, MPI_Comm comm)
-{
-	int pos = 0;
-
-	if (dir)
-		return PMPI_Pack(buf, count, type, tmp, (int)len, &pos,
-				 comm) == MPI_SUCCESS && (size_t)pos == len ?
-			       0 : -EPROTO;
-	return PMPI_Unpack(tmp, (int)len, &pos, buf, count, type, comm) ==
-			       MPI_SUCCESS && (size_t)pos == len ?
-		       0 : -EPROTO;
 }
 
 /*

@@ -33,6 +33,7 @@ PROG=$top_builddir/tests/mpi/bcast_mpi
 BPROG=$top_builddir/tests/mpi/barrier_mpi
 ARPROG=$top_builddir/tests/mpi/allreduce_mpi
 AGPROG=$top_builddir/tests/mpi/allgather_mpi
+SPROG=$top_builddir/tests/mpi/semantics_mpi
 BITERS=100	# rounds of barrier_mpi (4 barriers each, on 4 communicators)
 NRANKS=4
 
@@ -52,9 +53,10 @@ need_file "$PROG" "tests/mpi/bcast_mpi"
 need_file "$BPROG" "tests/mpi/barrier_mpi"
 need_file "$ARPROG" "tests/mpi/allreduce_mpi"
 need_file "$AGPROG" "tests/mpi/allgather_mpi"
+need_file "$SPROG" "tests/mpi/semantics_mpi"
 need_file "$IBMCASTCTL" "tools/ibmcastctl"
 
-plan 49
+plan 52
 
 # Under the sanitizer build: MPICH (UCX) leaks from modules it unloads
 # before exit, which LeakSanitizer cannot name to suppress (a plain
@@ -245,6 +247,33 @@ RUN_PROG=$AGPROG mpirun "$tmp/allgather-off.out" LD_PRELOAD="$SHIM" \
 	IBMCAST_MPI=0 || rc=$?
 is "$rc/$(grep -cE "$agline" "$tmp/allgather-off.out")" "0/$NRANKS" \
 	"allgather_mpi, IBMCAST_MPI=0: MPICH's own allgather passes the check"
+
+# --- type signatures, MPI_BOTTOM, count 0 ----------------------------------
+# semantics_mpi: a permuted indexed type and a negative-stride vector (no
+# holes, bytes out of memory order) against plain MPI_INT, an
+# absolute-address type at MPI_BOTTOM, calls of count 0 with no buffers.
+# sverified OUT: every rank's verdict says 0 errors, no case failed.
+sverified() {
+	[ "$(grep -cE '^semantics_mpi: rank [0-9]+: [0-9]+ cases verified, 0 errors$' "$1")" = "$NRANKS" ] &&
+		! grep -q 'FAIL$' "$1" && grep -q '^semantics comm=' "$1"
+}
+rc=0
+RUN_PROG=$SPROG mpirun "$tmp/semantics.out" LD_PRELOAD="$SHIM" \
+	IBMCAST_MPI_VERBOSE=1 || rc=$?
+ok "$([ "$rc" = 0 ] && sverified "$tmp/semantics.out"; echo $?)" \
+	"semantics_mpi with the shim: every case verified (bytes in type-map order, MPI_BOTTOM, count 0)"
+grep -e '^semantics comm=' "$tmp/semantics.out" | grep -v ' ok$' | sed 's/^/# /'
+ssum=$(grep '^ibmcast_mpi: rank 0: .* MPI_Bcast over ' "$tmp/semantics.out")
+diag "$ssum"
+ok "$([ "$(sed -n 's/.*; \([0-9]*\) packed), 0 passed to MPI;.*/\1/p' <<< "$ssum")" -gt 0 ] &&
+      [ "$(sed -n 's/.*(mcast \([0-9]*\),.*/\1/p' <<< "$ssum")" -gt 0 ]; echo $?)" \
+	"semantics_mpi: its broadcasts went over multicast, those of permuted types packed, none passed to MPI"
+[ "$rc" = 0 ] || diag "$(tail -n 30 "$tmp/semantics.out")"
+rc=0
+RUN_PROG=$SPROG mpirun "$tmp/semantics-off.out" LD_PRELOAD="$SHIM" \
+	IBMCAST_MPI=0 || rc=$?
+ok "$([ "$rc" = 0 ] && sverified "$tmp/semantics-off.out"; echo $?)" \
+	"semantics_mpi, IBMCAST_MPI=0: MPICH's own collectives pass the same checks"
 
 # --- MPI_Barrier -----------------------------------------------------------
 # bverified OUT WORD: every rank printed its verdict with 0 errors
