@@ -36,7 +36,6 @@ enum pass {
 	PASS_UNMAPPED,		/* communicator has no ibmc communicator */
 	PASS_ARGS,		/* arguments MPI must reject */
 	PASS_SIZE,		/* more than libibmcast takes */
-	PASS_SIGNATURE,		/* send and receive sizes differ */
 	PASS_OP,		/* not a predefined operation */
 	PASS_TYPE,		/* no ibmc_dtype_t for the datatype */
 	PASS_OPTYPE,		/* MPI does not define op on the datatype */
@@ -47,7 +46,6 @@ static const char *const pass_why[PASS_MAX] = {
 	[PASS_UNMAPPED] = "communicator not mapped",
 	[PASS_ARGS] = "invalid arguments",
 	[PASS_SIZE] = "too large",
-	[PASS_SIGNATURE] = "send and receive sizes differ",
 	[PASS_OP] = "user-defined op",
 	[PASS_TYPE] = "datatype not mapped",
 	[PASS_OPTYPE] = "op not defined on the datatype",
@@ -518,6 +516,24 @@ static int convert(int dir, void *buf, int count, MPI_Datatype type,
 	return rc == MPI_SUCCESS && (size_t)pos == len ? 0 : -EPROTO;
 }
 
+/*
+ * Members passed lengths that disagree, which libibmcast saw (or this
+ * rank's own send and receive sizes differ): an erroneous program, which
+ * MPI reports as MPI_ERR_TRUNCATE through the communicator's error
+ * handler, so a program with MPI_ERRORS_RETURN goes on as it would on
+ * MPI's own collectives. Nothing is left for MPI's collective to redo:
+ * every member called this one, and those that saw no error have all
+ * their data.
+ */
+static int mismatch(MPI_Comm comm, const char *what)
+{
+	if (S.verbose >= 2)
+		say0("%s: the members' lengths disagree: MPI_ERR_TRUNCATE",
+		     what);
+	PMPI_Comm_call_errhandler(comm, MPI_ERR_TRUNCATE);
+	return MPI_ERR_TRUNCATE;
+}
+
 static void bcast_failed(MPI_Comm comm, int rank, int root, size_t len,
 			 int rc)
 {
@@ -576,6 +592,8 @@ int MPI_Bcast(void *buf, int count, MPI_Datatype type, int root,
 	return MPI_SUCCESS;
 fail:
 	free(tmp);
+	if (rc == -EMSGSIZE)
+		return mismatch(comm, "MPI_Bcast");
 	bcast_failed(comm, me, root, len, rc);
 	return MPI_ERR_OTHER;
 pass:
@@ -720,13 +738,14 @@ int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
 		goto pass;
 	}
 	total = blocklen * (size_t)n;
-	if (!inplace &&
-	    (sendcount < 0 ||
-	     PMPI_Type_size(sendtype, &ssize) != MPI_SUCCESS ||
-	     (uint64_t)sendcount * (uint64_t)ssize != blocklen)) {
-		why = PASS_SIGNATURE;
+	if (!inplace && (sendcount < 0 ||
+			 PMPI_Type_size(sendtype, &ssize) != MPI_SUCCESS)) {
+		why = PASS_ARGS;
 		goto pass;
 	}
+	/* (not passed through: the other members are in libibmcast's) */
+	if (!inplace && (uint64_t)sendcount * (uint64_t)ssize != blocklen)
+		return mismatch(comm, "MPI_Allgather");
 	PMPI_Comm_rank(comm, &me);
 	if (!blocklen) {
 		rc = ibmc_allgather(ic, IBMC_IN_PLACE, recvbuf, 0);
@@ -775,6 +794,8 @@ int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
 	return MPI_SUCCESS;
 fail:
 	free(tmp);
+	if (rc == -EMSGSIZE)
+		return mismatch(comm, "MPI_Allgather");
 	coll_failed("MPI_Allgather", comm, blocklen, rc);
 	return MPI_ERR_OTHER;
 pass:
@@ -869,6 +890,8 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count,
 	rc = ibmc_allreduce(ic, sendbuf == MPI_IN_PLACE ? IBMC_IN_PLACE :
 							  sendbuf,
 			    recvbuf, (size_t)count, dt, iop);
+	if (rc == -EMSGSIZE)
+		return mismatch(comm, "MPI_Allreduce");
 	if (rc) {
 		coll_failed("MPI_Allreduce", comm, (size_t)count * esize, rc);
 		return MPI_ERR_OTHER;
