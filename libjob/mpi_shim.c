@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -134,20 +135,30 @@ static void stats_add(ibmc_comm_stats_t *to, const ibmc_comm_stats_t *s)
 	to->pulls += s->pulls;
 }
 
+/* Guards S.live and the freed communicators' counters: under
+ * MPI_THREAD_MULTIPLE threads create and free communicators at once. */
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static int live_add(ibmc_comm_t *ic)
 {
 	ibmc_comm_t **grown;
+	int ok = 1;
 
+	pthread_mutex_lock(&live_lock);
 	if (S.nlive == S.maxlive) {
 		grown = realloc(S.live, sizeof(*S.live) *
 				(size_t)(S.maxlive * 2 + 8));
-		if (!grown)
-			return 0;
-		S.live = grown;
-		S.maxlive = S.maxlive * 2 + 8;
+		if (grown) {
+			S.live = grown;
+			S.maxlive = S.maxlive * 2 + 8;
+		}
 	}
-	S.live[S.nlive++] = ic;
-	return 1;
+	if (S.nlive < S.maxlive)
+		S.live[S.nlive++] = ic;
+	else
+		ok = 0;
+	pthread_mutex_unlock(&live_lock);
+	return ok;
 }
 
 /* Frees an ibmc communicator, keeping its counters for the summary. */
@@ -156,6 +167,7 @@ static void comm_release(ibmc_comm_t *ic)
 	ibmc_comm_stats_t st;
 	int i;
 
+	pthread_mutex_lock(&live_lock);
 	for (i = 0; i < S.nlive; i++)
 		if (S.live[i] == ic) {
 			S.live[i] = S.live[--S.nlive];
@@ -163,6 +175,7 @@ static void comm_release(ibmc_comm_t *ic)
 		}
 	if (!ibmc_comm_get_stats(ic, &st))
 		stats_add(&S.t.freed, &st);
+	pthread_mutex_unlock(&live_lock);
 	ibmc_comm_free(ic);
 }
 
@@ -249,9 +262,9 @@ static void map_comm(MPI_Comm comm)
 		     n);
 		return;
 	}
-	S.t.comms++;
+	COUNT(S.t.comms);
 	if (ibmc_comm_mcast_state(ic, &why)) {
-		S.t.comms_p2p++;
+		COUNT(S.t.comms_p2p);
 		if (S.verbose >= 2)
 			say0("communicator of %d ranks without multicast: %s",
 			     n, why ? why : "?");
@@ -390,6 +403,84 @@ int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag,
 			  MPI_Comm *newcomm)
 {
 	int rc = PMPI_Comm_create_group(comm, group, tag, newcomm);
+
+	if (rc == MPI_SUCCESS)
+		map_comm(*newcomm);
+	return rc;
+}
+
+/*
+ * Topologies and merged intercommunicators: each call is collective over
+ * the old communicator and every member of the new one returns from it,
+ * so the new one is mapped like a split's. (MPI_Comm_idup's communicator
+ * is not usable before its request completes, in another call: it stays
+ * MPI's.)
+ */
+int MPI_Cart_create(MPI_Comm comm, int ndims, const int dims[],
+		    const int periods[], int reorder, MPI_Comm *newcomm)
+{
+	int rc = PMPI_Cart_create(comm, ndims, dims, periods, reorder,
+				  newcomm);
+
+	if (rc == MPI_SUCCESS)
+		map_comm(*newcomm);
+	return rc;
+}
+
+int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *newcomm)
+{
+	int rc = PMPI_Cart_sub(comm, remain_dims, newcomm);
+
+	if (rc == MPI_SUCCESS)
+		map_comm(*newcomm);
+	return rc;
+}
+
+int MPI_Graph_create(MPI_Comm comm, int nnodes, const int indx[],
+		     const int edges[], int reorder, MPI_Comm *newcomm)
+{
+	int rc = PMPI_Graph_create(comm, nnodes, indx, edges, reorder,
+				   newcomm);
+
+	if (rc == MPI_SUCCESS)
+		map_comm(*newcomm);
+	return rc;
+}
+
+int MPI_Dist_graph_create_adjacent(MPI_Comm comm, int indegree,
+				   const int sources[],
+				   const int sourceweights[], int outdegree,
+				   const int destinations[],
+				   const int destweights[], MPI_Info info,
+				   int reorder, MPI_Comm *newcomm)
+{
+	int rc = PMPI_Dist_graph_create_adjacent(comm, indegree, sources,
+						 sourceweights, outdegree,
+						 destinations, destweights,
+						 info, reorder, newcomm);
+
+	if (rc == MPI_SUCCESS)
+		map_comm(*newcomm);
+	return rc;
+}
+
+int MPI_Dist_graph_create(MPI_Comm comm, int n, const int sources[],
+			  const int degrees[], const int destinations[],
+			  const int weights[], MPI_Info info, int reorder,
+			  MPI_Comm *newcomm)
+{
+	int rc = PMPI_Dist_graph_create(comm, n, sources, degrees,
+					destinations, weights, info, reorder,
+					newcomm);
+
+	if (rc == MPI_SUCCESS)
+		map_comm(*newcomm);
+	return rc;
+}
+
+int MPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newcomm)
+{
+	int rc = PMPI_Intercomm_merge(intercomm, high, newcomm);
 
 	if (rc == MPI_SUCCESS)
 		map_comm(*newcomm);

@@ -251,7 +251,10 @@ is "$rc/$(grep -cE "$agline" "$tmp/allgather-off.out")" "0/$NRANKS" \
 # --- type signatures, MPI_BOTTOM, count 0 ----------------------------------
 # semantics_mpi: a permuted indexed type and a negative-stride vector (no
 # holes, bytes out of memory order) against plain MPI_INT, an
-# absolute-address type at MPI_BOTTOM, calls of count 0 with no buffers.
+# absolute-address type at MPI_BOTTOM, calls of count 0 with no buffers,
+# a broadcast of mismatched lengths under MPI_ERRORS_RETURN (an error,
+# then the communicator works); on a Cartesian and a merged communicator
+# too.
 # sverified OUT: every rank's verdict says 0 errors, no case failed.
 sverified() {
 	[ "$(grep -cE '^semantics_mpi: rank [0-9]+: [0-9]+ cases verified, 0 errors$' "$1")" = "$NRANKS" ] &&
@@ -266,8 +269,9 @@ grep -e '^semantics comm=' "$tmp/semantics.out" | grep -v ' ok$' | sed 's/^/# /'
 ssum=$(grep '^ibmcast_mpi: rank 0: .* MPI_Bcast over ' "$tmp/semantics.out")
 diag "$ssum"
 ok "$([ "$(sed -n 's/.*; \([0-9]*\) packed), 0 passed to MPI;.*/\1/p' <<< "$ssum")" -gt 0 ] &&
-      [ "$(sed -n 's/.*(mcast \([0-9]*\),.*/\1/p' <<< "$ssum")" -gt 0 ]; echo $?)" \
-	"semantics_mpi: its broadcasts went over multicast, those of permuted types packed, none passed to MPI"
+      [ "$(sed -n 's/.*(mcast \([0-9]*\),.*/\1/p' <<< "$ssum")" -gt 0 ] &&
+      grep -q '; 5 communicators (' <<< "$ssum"; echo $?)" \
+	"semantics_mpi: its broadcasts went through libibmcast on world, the dup, the Cartesian ring, the split and the merged intercommunicator (5 mapped), those of permuted types packed, none passed to MPI"
 [ "$rc" = 0 ] || diag "$(tail -n 30 "$tmp/semantics.out")"
 rc=0
 RUN_PROG=$SPROG mpirun "$tmp/semantics-off.out" LD_PRELOAD="$SHIM" \

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * semantics_mpi: a plain MPI program that checks the MPI rules a
- * collective library is easiest to get wrong, on MPI_COMM_WORLD and a
- * dup: type signatures, not type maps, match between ranks (a permuted
- * indexed type, a negative-stride vector and an absolute-address type at
- * MPI_BOTTOM on one side, plain MPI_INT on the other, for MPI_Bcast and
- * MPI_Allgather); count 0 with no buffers; and, with MPI_ERRORS_RETURN,
+ * collective library is easiest to get wrong, on MPI_COMM_WORLD, a dup,
+ * a Cartesian ring and a merged intercommunicator: type signatures, not
+ * type maps, match between ranks (a permuted indexed type, a
+ * negative-stride vector and an absolute-address type at MPI_BOTTOM on
+ * one side, plain MPI_INT on the other, for MPI_Bcast and MPI_Allgather);
+ * count 0 with no buffers; and, with MPI_ERRORS_RETURN,
  * broadcasts whose lengths disagree between ranks: the ranks that get
  * less or more than they asked for see an error, never success, and the
  * communicator works afterwards.
@@ -275,16 +276,33 @@ static void run(MPI_Comm comm, const char *cname)
 
 int main(int argc, char **argv)
 {
-	MPI_Comm dup;
+	MPI_Comm dup, cart, half, inter, merged;
+	int wsize, low, dims[1] = { 0 }, periods[1] = { 1 };
 
 	MPI_Init(&argc, &argv);
 	MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
+	MPI_Comm_size(MPI_COMM_WORLD, &wsize);
 	MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+	/* a ring topology, and the two halves' intercommunicator merged
+	 * with the upper half first */
+	MPI_Dims_create(wsize, 1, dims);
+	MPI_Cart_create(MPI_COMM_WORLD, 1, dims, periods, 0, &cart);
+	low = wrank < wsize / 2;
+	MPI_Comm_split(MPI_COMM_WORLD, low, wrank, &half);
+	MPI_Intercomm_create(half, 0, MPI_COMM_WORLD, low ? wsize / 2 : 0, 7,
+			     &inter);
+	MPI_Intercomm_merge(inter, low, &merged);
 	run(MPI_COMM_WORLD, "world");
 	run(dup, "dup");
+	run(cart, "cart");
+	run(merged, "merged");
 	printf("semantics_mpi: rank %d: %ld cases verified, %ld errors\n",
 	       wrank, done, errors);
 	fflush(stdout);
+	MPI_Comm_free(&merged);
+	MPI_Comm_free(&inter);
+	MPI_Comm_free(&half);
+	MPI_Comm_free(&cart);
 	MPI_Comm_free(&dup);
 	MPI_Finalize();
 	return errors ? 1 : 0;
