@@ -190,8 +190,11 @@ int mca_coll_ibmcast_allgather(const void *sbuf, int scount,
 	n = ompi_comm_size(comm);
 	me = ompi_comm_rank(comm);
 	ompi_datatype_type_size(rdtype, &rsize);
+	/* (rcount * n elements go to the convertor and the contiguity
+	 * check as an int) */
 	if (rcount < 0 ||
-	    (uint64_t)rcount * rsize * (uint64_t)n > UINT32_MAX) {
+	    (uint64_t)rcount * rsize * (uint64_t)n > UINT32_MAX ||
+	    (uint64_t)rcount * (uint64_t)n > INT_MAX) {
 		IBMCAST_COUNT(C.allgather.pass[IBMCAST_PASS_SIZE]);
 		goto pass;
 	}

@@ -252,9 +252,9 @@ is "$rc/$(grep -cE "$agline" "$tmp/allgather-off.out")" "0/$NRANKS" \
 # semantics_mpi: a permuted indexed type and a negative-stride vector (no
 # holes, bytes out of memory order) against plain MPI_INT, an
 # absolute-address type at MPI_BOTTOM, calls of count 0 with no buffers,
-# a broadcast of mismatched lengths under MPI_ERRORS_RETURN (an error,
-# then the communicator works); on a Cartesian and a merged communicator
-# too.
+# on world, a dup, a Cartesian and a merged communicator; a broadcast of
+# mismatched lengths on world under MPI_ERRORS_RETURN (an error, then the
+# communicator works).
 # sverified OUT: every rank's verdict says 0 errors, no case failed.
 sverified() {
 	[ "$(grep -cE '^semantics_mpi: rank [0-9]+: [0-9]+ cases verified, 0 errors$' "$1")" = "$NRANKS" ] &&

@@ -273,8 +273,9 @@ ok "$([ "$(field "$agsum" "packed")" -gt 0 ] && [ "${agmc:-0}" -gt 0 ]; echo $?)
 # --- type signatures, MPI_BOTTOM, count 0 ----------------------------------
 # semantics_ompi: permuted and negative-stride types against plain MPI_INT,
 # an absolute-address type at MPI_BOTTOM, calls of count 0 with no buffers,
-# a broadcast of mismatched lengths under MPI_ERRORS_RETURN (an error, then
-# the communicator works); on a Cartesian and a merged communicator too.
+# on world, a dup, a Cartesian and a merged communicator; a broadcast of
+# mismatched lengths on world under MPI_ERRORS_RETURN (an error, then the
+# communicator works).
 dp_ctl reset > /dev/null
 rc=0
 ompirun "$tmp/semantics.out" "$SPROG" -- OMPI_MCA_coll_ibmcast_verbose=1 ||
