@@ -286,9 +286,11 @@ ok "$([ "$rc" = 0 ] &&
 	"semantics_ompi: every case verified (bytes in type-map order, MPI_BOTTOM, count 0)"
 ssum=$(summary "$tmp/semantics.out" MPI_Bcast)
 diag "$ssum"
+# (Open MPI's own MPI_Intercomm_create runs MPI_Ibcast: counted
+# non-blocking, not the program's)
 ok "$([ "$(field "$ssum" "over multicast")" -gt 0 ] &&
       [ "$(field "$ssum" "packed")" -gt 0 ] &&
-      [ "$(field "$ssum" "passed to the previous")" = 0 ]; echo $?)" \
+      grep -q '(0 communicator not mapped, 0 over 4 GiB, ' <<< "$ssum"; echo $?)" \
 	"semantics_ompi: its broadcasts went over multicast, those of permuted types packed, none passed to the previous module"
 [ "$rc" = 0 ] || diag "$(grep -v ' ok$' "$tmp/semantics.out" | tail -n 30)"
 
