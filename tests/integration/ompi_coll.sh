@@ -286,7 +286,7 @@ ok "$([ "$rc" = 0 ] &&
 	"semantics_ompi: every case verified (bytes in type-map order, MPI_BOTTOM, count 0)"
 ssum=$(summary "$tmp/semantics.out" MPI_Bcast)
 diag "$ssum"
-# (Open MPI's own MPI_Intercomm_create runs MPI_Ibcast: counted
+# (Open MPI's own communicator constructors run MPI_Ibcast: counted
 # non-blocking, not the program's)
 ok "$([ "$(field "$ssum" "over multicast")" -gt 0 ] &&
       [ "$(field "$ssum" "packed")" -gt 0 ] &&
