@@ -790,6 +790,40 @@ static void coll_failed(const char *what, MPI_Comm comm, size_t len, int rc)
 }
 
 /*
+ * The bytes count elements of type at buf may touch, [*lo, *hi), as
+ * addresses; 0 when MPI cannot tell.
+ */
+static int span(const void *buf, int count, MPI_Datatype type,
+		MPI_Aint *lo, MPI_Aint *hi)
+{
+	MPI_Aint base, tlb, textent, xlb, extent;
+
+	if (PMPI_Get_address(buf, &base) != MPI_SUCCESS ||
+	    PMPI_Type_get_true_extent(type, &tlb, &textent) != MPI_SUCCESS ||
+	    PMPI_Type_get_extent(type, &xlb, &extent) != MPI_SUCCESS)
+		return 0;
+	*lo = base + tlb + (extent < 0 ? (count - 1) * extent : 0);
+	*hi = base + tlb + textent + (extent > 0 ? (count - 1) * extent : 0);
+	return 1;
+}
+
+/*
+ * A send buffer that overlaps the receive buffer (other than by
+ * MPI_IN_PLACE) is an erroneous program that MPI itself reports
+ * (MPI_ERR_BUFFER): such calls go to MPI's own collective.
+ */
+static int aliased(const void *sbuf, int scount, MPI_Datatype stype,
+		   const void *rbuf, int rcount, MPI_Datatype rtype)
+{
+	MPI_Aint slo, shi, rlo, rhi;
+
+	return sbuf != MPI_IN_PLACE && scount > 0 && rcount > 0 &&
+	       span(sbuf, scount, stype, &slo, &shi) &&
+	       span(rbuf, rcount, rtype, &rlo, &rhi) && slo < rhi &&
+	       rlo < shi;
+}
+
+/*
  * Every member of a mapped communicator takes this path for every
  * allgather whose block (recvcount elements of recvtype) fits: MPI lets
  * members use different datatypes of one type signature, so only the
@@ -837,6 +871,11 @@ int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
 	/* (not passed through: the other members are in libibmcast's) */
 	if (!inplace && (uint64_t)sendcount * (uint64_t)ssize != blocklen)
 		return mismatch(comm, "MPI_Allgather");
+	if (blocklen && aliased(sendbuf, sendcount, sendtype, recvbuf,
+				recvcount * n, recvtype)) {
+		why = PASS_ARGS;
+		goto pass;
+	}
 	PMPI_Comm_rank(comm, &me);
 	if (!blocklen) {
 		rc = ibmc_allgather(ic, IBMC_IN_PLACE, recvbuf, 0);
@@ -970,7 +1009,8 @@ int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count,
 		why = PASS_OPTYPE;
 		goto pass;
 	}
-	if (count < 0) {
+	if (count < 0 ||
+	    aliased(sendbuf, count, type, recvbuf, count, type)) {
 		why = PASS_ARGS;
 		goto pass;
 	}

@@ -263,6 +263,33 @@ static void mismatched(MPI_Comm comm, const char *cname, int *seq)
 	free(all);
 }
 
+/*
+ * With the argument "alias": a send buffer that overlaps the receive
+ * buffer is an error MPICH reports (MPI_ERR_BUFFER), not a collective to
+ * run; under MPI_ERRORS_RETURN every rank must see an error, then the
+ * communicator still works. (Open MPI does not check.)
+ */
+static void aliased(MPI_Comm comm, const char *cname)
+{
+	int n, me, i, buf[64];
+	long errs = 0;
+
+	MPI_Comm_size(comm, &n);
+	MPI_Comm_rank(comm, &me);
+	MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+	for (i = 0; i < n; i++)
+		buf[i] = i;
+	errs += MPI_Allreduce(buf, buf, n, MPI_INT, MPI_SUM, comm) ==
+		MPI_SUCCESS;
+	errs += MPI_Allgather(&buf[me], 1, MPI_INT, buf, 1, MPI_INT, comm) ==
+		MPI_SUCCESS;
+	MPI_Comm_set_errhandler(comm, MPI_ERRORS_ARE_FATAL);
+	MPI_Allreduce(MPI_IN_PLACE, buf, n, MPI_INT, MPI_SUM, comm);
+	for (i = 0; i < n; i++)
+		errs += buf[i] != i * n;
+	verdict(comm, cname, "aliased-buffers-fail", errs);
+}
+
 static void run(MPI_Comm comm, const char *cname)
 {
 	int seq = 0;
@@ -301,6 +328,8 @@ int main(int argc, char **argv)
 	 * sees the root's length) */
 	seq = 9000;
 	mismatched(MPI_COMM_WORLD, "world", &seq);
+	if (argc > 1 && !strcmp(argv[1], "alias"))
+		aliased(MPI_COMM_WORLD, "world");
 	printf("semantics_mpi: rank %d: %ld cases verified, %ld errors\n",
 	       wrank, done, errors);
 	fflush(stdout);
