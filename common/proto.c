@@ -20,6 +20,8 @@ static const char *const op_names[] = {
 	[IBMC_OP_RELEASE] = "release",
 	[IBMC_OP_RENEW] = "renew",
 	[IBMC_OP_STATUS] = "status",
+	[IBMC_OP_PRUNE] = "prune",
+	[IBMC_OP_GROW] = "grow",
 };
 
 static const char *const err_names[] = {
@@ -77,6 +79,7 @@ enum field {
 	F_GROUPS = 1 << 3,
 	F_LEASE = 1 << 4,
 	F_TIMEOUT = 1 << 5,
+	F_GROUP = 1 << 6,
 };
 
 struct op_fields {
@@ -86,10 +89,13 @@ struct op_fields {
 static const struct op_fields op_fields[] = {
 	[IBMC_OP_RESERVE] = { F_JOB | F_UID | F_NODES | F_GROUPS | F_LEASE,
 			      F_JOB | F_NODES },
-	[IBMC_OP_WAIT] = { F_JOB | F_TIMEOUT, F_JOB },
+	[IBMC_OP_WAIT] = { F_JOB | F_GROUP | F_TIMEOUT, F_JOB },
 	[IBMC_OP_RELEASE] = { F_JOB, F_JOB },
 	[IBMC_OP_RENEW] = { F_JOB | F_LEASE, F_JOB },
 	[IBMC_OP_STATUS] = { F_JOB, 0 },
+	/* No "nodes" widens the group back to all the job's nodes. */
+	[IBMC_OP_PRUNE] = { F_JOB | F_GROUP | F_NODES, F_JOB | F_GROUP },
+	[IBMC_OP_GROW] = { F_JOB | F_GROUP, F_JOB },
 };
 
 struct int_field {
@@ -105,6 +111,7 @@ static const struct int_field int_fields[] = {
 	{ "groups", F_GROUPS, 1, IBMC_PROTO_MAX_GROUPS },
 	{ "lease_s", F_LEASE, 1, IBMC_PROTO_MAX_LEASE_S },
 	{ "timeout_ms", F_TIMEOUT, 0, IBMC_PROTO_MAX_WAIT_MS },
+	{ "group", F_GROUP, 0, IBMC_PROTO_MAX_GROUPS - 1 },
 };
 
 static int bad(enum ibmc_err *err, char *detail, size_t detail_len,
@@ -129,6 +136,7 @@ static void request_init(struct ibmc_request *req)
 	memset(req, 0, sizeof(*req));
 	req->uid = -1;
 	req->timeout_ms = -1;
+	req->group = -1;
 }
 
 void ibmc__request_clear(struct ibmc_request *req)
@@ -156,6 +164,9 @@ static void set_int(struct ibmc_request *req, enum field f, int64_t v)
 		break;
 	case F_TIMEOUT:
 		req->timeout_ms = v;
+		break;
+	case F_GROUP:
+		req->group = (int)v;
 		break;
 	default:
 		break;
@@ -341,6 +352,8 @@ json_t *ibmc__request_to_json(const struct ibmc_request *req)
 		rc |= set_new(o, "lease_s", json_integer(req->lease_s));
 	if (req->timeout_ms >= 0)
 		rc |= set_new(o, "timeout_ms", json_integer(req->timeout_ms));
+	if (req->group >= 0)
+		rc |= set_new(o, "group", json_integer(req->group));
 	if (rc) {
 		json_decref(o);
 		return NULL;

@@ -29,6 +29,8 @@ enum ibmc_op {
 	IBMC_OP_RELEASE,
 	IBMC_OP_RENEW,
 	IBMC_OP_STATUS,
+	IBMC_OP_PRUNE,
+	IBMC_OP_GROW,
 };
 
 enum ibmc_err {
@@ -52,15 +54,20 @@ struct ibmc_request {
 	unsigned groups;    /* reserve: 1..IBMC_PROTO_MAX_GROUPS; 0 = absent */
 	unsigned lease_s;   /* reserve/renew; 0 = absent */
 	int64_t timeout_ms; /* wait: 0..IBMC_PROTO_MAX_WAIT_MS; -1 = absent */
+	int group;          /* prune, wait: a group index; grow: the index
+			     * the client expects the new group to get;
+			     * 0..IBMC_PROTO_MAX_GROUPS-1; -1 = absent */
 };
 
 /* Wire format (keys; anything else is refused as bad_request):
  *   {"op":"reserve","job":N,"nodes":"node[1-16]"[,"uid":U][,"groups":G]
  *    [,"lease_s":S]}
- *   {"op":"wait","job":N[,"timeout_ms":T]}
+ *   {"op":"wait","job":N[,"group":I][,"timeout_ms":T]}
  *   {"op":"release","job":N}
  *   {"op":"renew","job":N[,"lease_s":S]}
  *   {"op":"status"[,"job":N]}
+ *   {"op":"prune","job":N,"group":I[,"nodes":"node[1-4]"]}
+ *   {"op":"grow","job":N[,"group":I]}
  * On TCP the line is {"munge":"<credential>"} whose payload is the request
  * text; see auth.h. */
 

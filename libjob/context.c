@@ -234,3 +234,14 @@ int ibmc_context_size(const ibmc_context_t *ctx)
 {
 	return ctx ? ctx->size : -EINVAL;
 }
+
+int ibmc_set_wait_hook(ibmc_context_t *ctx, ibmc_wait_hook_t hook, void *arg)
+{
+	if (!ctx)
+		return -EINVAL;
+	pthread_mutex_lock(&ctx->lock);
+	ctx->wait_hook = hook;
+	ctx->wait_hook_arg = arg;
+	pthread_mutex_unlock(&ctx->lock);
+	return 0;
+}

@@ -48,6 +48,10 @@ struct ibmc_context {
 	int progress_on, progress_stop;
 	int in_call;
 	pthread_cond_t call_done;
+	/* The caller's progress, run while a blocking call waits
+	 * (ibmc_set_wait_hook): set before any call, read under lock. */
+	ibmc_wait_hook_t wait_hook;
+	void *wait_hook_arg;
 
 	pthread_mutex_t lock;		/* everything below and every comm */
 	struct ibmc_comm *comms;	/* list of live communicators */

@@ -2,14 +2,30 @@
 # libibmcast_mpi: the PMPI shim that LD_PRELOAD (or -libmcast_mpi) puts
 # under unmodified MPI programs (included from Makefile.am).
 
+mpi_shim_sources = libjob/mpi_shim.c libjob/mpi_map.h \
+	libjob/mpi_shim_abi.c libjob/mpi_shim_abi.h
+# Only the MPI entry points it wraps: libibmcast stays behind its own map
+# (a version script: libtool's -export-symbols-regex does not see
+# indirect functions).
+mpi_shim_ldflags = -version-info 0:0:0 \
+	-Wl,--version-script=$(srcdir)/libjob/mpi_shim.map
+EXTRA_DIST += libjob/mpi_shim.map
+
+# The same shim against Open MPI's mpi.h (configure --with-openmpi-shim).
+if BUILD_OMPI_SHIM
+lib_LTLIBRARIES += libjob/libibmcast_ompi.la
+libjob_libibmcast_ompi_la_SOURCES = $(mpi_shim_sources)
+libjob_libibmcast_ompi_la_CPPFLAGS = $(AM_CPPFLAGS) $(OMPI_SHIM_CFLAGS)
+libjob_libibmcast_ompi_la_LDFLAGS = $(mpi_shim_ldflags)
+libjob_libibmcast_ompi_la_LIBADD = libjob/libibmcast.la $(OMPI_SHIM_LIBS) -ldl
+endif
+
 if BUILD_MPI_SHIM
 lib_LTLIBRARIES += libjob/libibmcast_mpi.la
-libjob_libibmcast_mpi_la_SOURCES = libjob/mpi_shim.c libjob/mpi_map.h
+libjob_libibmcast_mpi_la_SOURCES = $(mpi_shim_sources)
 libjob_libibmcast_mpi_la_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
-# Only the MPI entry points it wraps: libibmcast stays behind its own map.
-libjob_libibmcast_mpi_la_LDFLAGS = -version-info 0:0:0 \
-	-export-symbols-regex '^MPI_'
-libjob_libibmcast_mpi_la_LIBADD = libjob/libibmcast.la $(MPI_LIBS)
+libjob_libibmcast_mpi_la_LDFLAGS = $(mpi_shim_ldflags)
+libjob_libibmcast_mpi_la_LIBADD = libjob/libibmcast.la $(MPI_LIBS) -ldl
 dist_man_MANS += man/libibmcast_mpi.7
 
 # MPI programs that know nothing of ibmcast; mpi_shim.sh runs them with
@@ -28,8 +44,16 @@ tests_mpi_allreduce_mpi_LDADD = $(MPI_LIBS) -lm
 check_PROGRAMS += tests/mpi/semantics_mpi
 tests_mpi_semantics_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
 tests_mpi_semantics_mpi_LDADD = $(MPI_LIBS)
+check_PROGRAMS += tests/mpi/progress_mpi
+tests_mpi_progress_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
+tests_mpi_progress_mpi_LDADD = $(MPI_LIBS)
 if BUILD_OSM_PLUGIN
 TESTS += tests/integration/mpi_shim.sh
+if BUILD_SPANK
+if BUILD_OMPI_COLL
+TESTS += tests/integration/slurm_mpi_launch.sh
+endif
+endif
 endif
 # The MPI library's own MPI_Barrier, timed like barrier_check --timing;
 # tests/bench/barrier.sh sets it beside libibmcast's barriers.

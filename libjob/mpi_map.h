@@ -39,7 +39,10 @@ struct ibmc__mpi_p_ldouble { long double v; int i; };
 
 /* X(mpi_type, kind, ibmc_dtype, element size): floats and pairs name
  * their type and size; integers map by size and signedness (so MPI_LONG
- * is IBMC_INT64 on LP64), see ibmc__mpi_dtype(). */
+ * is IBMC_INT64 on LP64), see ibmc__mpi_dtype(). Fortran's numbers are
+ * here too (a REAL is a C float, a DOUBLE PRECISION a double and a
+ * 2INTEGER a pair of C ints: the size checks hold them to it); LOGICAL is
+ * not: its truth values are the Fortran compiler's. */
 #define IBMC__MPI_DTYPES(X)						\
 	X(MPI_CHAR, IBMC__MK_CHAR, 0, 0)				\
 	X(MPI_SIGNED_CHAR, IBMC__MK_SIGNED, 0, 0)			\
@@ -65,6 +68,18 @@ struct ibmc__mpi_p_ldouble { long double v; int i; };
 	X(MPI_UINT32_T, IBMC__MK_UNSIGNED, 0, 0)			\
 	X(MPI_UINT64_T, IBMC__MK_UNSIGNED, 0, 0)			\
 	X(MPI_BYTE, IBMC__MK_BYTE, 0, 0)				\
+	X(MPI_INTEGER, IBMC__MK_SIGNED, 0, 0)				\
+	X(MPI_INTEGER1, IBMC__MK_SIGNED, 0, 0)				\
+	X(MPI_INTEGER2, IBMC__MK_SIGNED, 0, 0)				\
+	X(MPI_INTEGER4, IBMC__MK_SIGNED, 0, 0)				\
+	X(MPI_INTEGER8, IBMC__MK_SIGNED, 0, 0)				\
+	X(MPI_REAL, IBMC__MK_FLOAT, IBMC_FLOAT, sizeof(float))		\
+	X(MPI_REAL4, IBMC__MK_FLOAT, IBMC_FLOAT, sizeof(float))		\
+	X(MPI_DOUBLE_PRECISION, IBMC__MK_FLOAT, IBMC_DOUBLE,		\
+	  sizeof(double))						\
+	X(MPI_REAL8, IBMC__MK_FLOAT, IBMC_DOUBLE, sizeof(double))	\
+	X(MPI_2INTEGER, IBMC__MK_PAIR, IBMC_2INT,			\
+	  sizeof(struct ibmc__mpi_p_int))				\
 	X(MPI_FLOAT, IBMC__MK_FLOAT, IBMC_FLOAT, sizeof(float))		\
 	X(MPI_DOUBLE, IBMC__MK_FLOAT, IBMC_DOUBLE, sizeof(double))	\
 	X(MPI_LONG_DOUBLE, IBMC__MK_FLOAT, IBMC_LONG_DOUBLE,		\

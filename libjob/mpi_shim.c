@@ -24,6 +24,7 @@
 
 #include "ibmcast/ibmcast.h"
 #include "libjob/mpi_map.h"
+#include "libjob/mpi_shim_abi.h"
 
 #define SHIM "ibmcast_mpi"
 
@@ -284,6 +285,21 @@ static ibmc_comm_t *comm_of(MPI_Comm comm)
 	return val;
 }
 
+/*
+ * While a mapped collective waits for other ranks, MPI's own progress
+ * engine must keep moving what the program left pending (an MPI_Isend the
+ * rank it waits for is blocked receiving): a probe on the shim's own
+ * communicator, which nobody sends on, moves it and matches nothing.
+ */
+static void mpi_progress(void *arg)
+{
+	int flag;
+
+	(void)arg;
+	PMPI_Iprobe(MPI_ANY_SOURCE, MPI_ANY_TAG, S.boot, &flag,
+		    MPI_STATUS_IGNORE);
+}
+
 /* After PMPI_Init*: the context, or a plain MPI program with one line
  * saying why. */
 static void shim_start(void)
@@ -329,13 +345,14 @@ static void shim_start(void)
 		return;
 	}
 	S.on = 1;
+	ibmc_set_wait_hook(S.ctx, mpi_progress, NULL);
 	map_comm(MPI_COMM_WORLD);
 	if (S.verbose)
 		say0("libibmcast %s up on %d ranks; MPI_Bcast, MPI_Barrier, MPI_Allgather and MPI_Allreduce go over ibmcast",
 		     IBMC_VERSION_STRING, bs.size);
 }
 
-int MPI_Init(int *argc, char ***argv)
+static int shim_Init(int *argc, char ***argv)
 {
 	int rc = PMPI_Init(argc, argv);
 
@@ -343,8 +360,10 @@ int MPI_Init(int *argc, char ***argv)
 		shim_start();
 	return rc;
 }
+IBMC_SHIM_ENTRY(MPI_Init, shim_Init)
 
-int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
+static int shim_Init_thread(int *argc, char ***argv, int required,
+			    int *provided)
 {
 	int rc = PMPI_Init_thread(argc, argv, required, provided);
 
@@ -352,8 +371,9 @@ int MPI_Init_thread(int *argc, char ***argv, int required, int *provided)
 		shim_start();
 	return rc;
 }
+IBMC_SHIM_ENTRY(MPI_Init_thread, shim_Init_thread)
 
-int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
+static int shim_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
 {
 	int rc = PMPI_Comm_dup(comm, newcomm);
 
@@ -361,8 +381,10 @@ int MPI_Comm_dup(MPI_Comm comm, MPI_Comm *newcomm)
 		map_comm(*newcomm);
 	return rc;
 }
+IBMC_SHIM_ENTRY(MPI_Comm_dup, shim_Comm_dup)
 
-int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm)
+static int shim_Comm_dup_with_info(MPI_Comm comm, MPI_Info info,
+				   MPI_Comm *newcomm)
 {
 	int rc = PMPI_Comm_dup_with_info(comm, info, newcomm);
 
@@ -370,8 +392,9 @@ int MPI_Comm_dup_with_info(MPI_Comm comm, MPI_Info info, MPI_Comm *newcomm)
 		map_comm(*newcomm);
 	return rc;
 }
+IBMC_SHIM_ENTRY(MPI_Comm_dup_with_info, shim_Comm_dup_with_info)
 
-int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
+static int shim_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
 {
 	int rc = PMPI_Comm_split(comm, color, key, newcomm);
 
@@ -379,9 +402,10 @@ int MPI_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
 		map_comm(*newcomm);
 	return rc;
 }
+IBMC_SHIM_ENTRY(MPI_Comm_split, shim_Comm_split)
 
-int MPI_Comm_split_type(MPI_Comm comm, int type, int key, MPI_Info info,
-			MPI_Comm *newcomm)
+static int shim_Comm_split_type(MPI_Comm comm, int type, int key,
+				MPI_Info info, MPI_Comm *newcomm)
 {
 	int rc = PMPI_Comm_split_type(comm, type, key, info, newcomm);
 
@@ -389,8 +413,9 @@ int MPI_Comm_split_type(MPI_Comm comm, int type, int key, MPI_Info info,
 		map_comm(*newcomm);
 	return rc;
 }
+IBMC_SHIM_ENTRY(MPI_Comm_split_type, shim_Comm_split_type)
 
-int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
+static int shim_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
 {
 	int rc = PMPI_Comm_create(comm, group, newcomm);
 
@@ -398,9 +423,10 @@ int MPI_Comm_create(MPI_Comm comm, MPI_Group group, MPI_Comm *newcomm)
 		map_comm(*newcomm);
 	return rc;
 }
+IBMC_SHIM_ENTRY(MPI_Comm_create, shim_Comm_create)
 
-int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag,
-			  MPI_Comm *newcomm)
+static int shim_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag,
+				  MPI_Comm *newcomm)
 {
 	int rc = PMPI_Comm_create_group(comm, group, tag, newcomm);
 
@@ -408,6 +434,7 @@ int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag,
 		map_comm(*newcomm);
 	return rc;
 }
+IBMC_SHIM_ENTRY(MPI_Comm_create_group, shim_Comm_create_group)
 
 /*
  * Topologies and merged intercommunicators: each call is collective over
@@ -416,8 +443,9 @@ int MPI_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag,
  * is not usable before its request completes, in another call: it stays
  * MPI's.)
  */
-int MPI_Cart_create(MPI_Comm comm, int ndims, const int dims[],
-		    const int periods[], int reorder, MPI_Comm *newcomm)
+static int shim_Cart_create(MPI_Comm comm, int ndims, const int dims[],
+			    const int periods[], int reorder,
+			    MPI_Comm *newcomm)
 {
 	int rc = PMPI_Cart_create(comm, ndims, dims, periods, reorder,
 				  newcomm);
@@ -426,8 +454,10 @@ int MPI_Cart_create(MPI_Comm comm, int ndims, const int dims[],
 		map_comm(*newcomm);
 	return rc;
 }
+IBMC_SHIM_ENTRY(MPI_Cart_create, shim_Cart_create)
 
-int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *newcomm)
+static int shim_Cart_sub(MPI_Comm comm, const int remain_dims[],
+			 MPI_Comm *newcomm)
 {
 	int rc = PMPI_Cart_sub(comm, remain_dims, newcomm);
 
@@ -435,9 +465,11 @@ int MPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm *newcomm)
 		map_comm(*newcomm);
 	return rc;
 }
+IBMC_SHIM_ENTRY(MPI_Cart_sub, shim_Cart_sub)
 
-int MPI_Graph_create(MPI_Comm comm, int nnodes, const int indx[],
-		     const int edges[], int reorder, MPI_Comm *newcomm)
+static int shim_Graph_create(MPI_Comm comm, int nnodes, const int indx[],
+			     const int edges[], int reorder,
+			     MPI_Comm *newcomm)
 {
 	int rc = PMPI_Graph_create(comm, nnodes, indx, edges, reorder,
 				   newcomm);
@@ -446,13 +478,16 @@ int MPI_Graph_create(MPI_Comm comm, int nnodes, const int indx[],
 		map_comm(*newcomm);
 	return rc;
 }
+IBMC_SHIM_ENTRY(MPI_Graph_create, shim_Graph_create)
 
-int MPI_Dist_graph_create_adjacent(MPI_Comm comm, int indegree,
-				   const int sources[],
-				   const int sourceweights[], int outdegree,
-				   const int destinations[],
-				   const int destweights[], MPI_Info info,
-				   int reorder, MPI_Comm *newcomm)
+static int shim_Dist_graph_create_adjacent(MPI_Comm comm, int indegree,
+					   const int sources[],
+					   const int sourceweights[],
+					   int outdegree,
+					   const int destinations[],
+					   const int destweights[],
+					   MPI_Info info, int reorder,
+					   MPI_Comm *newcomm)
 {
 	int rc = PMPI_Dist_graph_create_adjacent(comm, indegree, sources,
 						 sourceweights, outdegree,
@@ -463,11 +498,14 @@ int MPI_Dist_graph_create_adjacent(MPI_Comm comm, int indegree,
 		map_comm(*newcomm);
 	return rc;
 }
+IBMC_SHIM_ENTRY(MPI_Dist_graph_create_adjacent,
+		shim_Dist_graph_create_adjacent)
 
-int MPI_Dist_graph_create(MPI_Comm comm, int n, const int sources[],
-			  const int degrees[], const int destinations[],
-			  const int weights[], MPI_Info info, int reorder,
-			  MPI_Comm *newcomm)
+static int shim_Dist_graph_create(MPI_Comm comm, int n,
+				  const int sources[], const int degrees[],
+				  const int destinations[],
+				  const int weights[], MPI_Info info,
+				  int reorder, MPI_Comm *newcomm)
 {
 	int rc = PMPI_Dist_graph_create(comm, n, sources, degrees,
 					destinations, weights, info, reorder,
@@ -477,8 +515,10 @@ int MPI_Dist_graph_create(MPI_Comm comm, int n, const int sources[],
 		map_comm(*newcomm);
 	return rc;
 }
+IBMC_SHIM_ENTRY(MPI_Dist_graph_create, shim_Dist_graph_create)
 
-int MPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newcomm)
+static int shim_Intercomm_merge(MPI_Comm intercomm, int high,
+				MPI_Comm *newcomm)
 {
 	int rc = PMPI_Intercomm_merge(intercomm, high, newcomm);
 
@@ -486,6 +526,7 @@ int MPI_Intercomm_merge(MPI_Comm intercomm, int high, MPI_Comm *newcomm)
 		map_comm(*newcomm);
 	return rc;
 }
+IBMC_SHIM_ENTRY(MPI_Intercomm_merge, shim_Intercomm_merge)
 
 /* (MPI_Comm_free needs no wrapper: the attribute's delete callback frees
  * the ibmc communicator when MPI frees the communicator.) */
@@ -642,8 +683,8 @@ static void bcast_failed(MPI_Comm comm, int rank, int root, size_t len,
  * equal on all members, so they all decide alike. Bcasts past 2 GiB go to
  * PMPI_Bcast, again alike on all members.
  */
-int MPI_Bcast(void *buf, int count, MPI_Datatype type, int root,
-	      MPI_Comm comm)
+static int shim_Bcast(void *buf, int count, MPI_Datatype type, int root,
+		      MPI_Comm comm)
 {
 	ibmc_comm_t *ic = comm_of(comm);
 	MPI_Aint lb = 0;
@@ -695,6 +736,7 @@ pass:
 	}
 	return PMPI_Bcast(buf, count, type, root, comm);
 }
+IBMC_SHIM_ENTRY(MPI_Bcast, shim_Bcast)
 
 /*
  * A barrier that failed on this rank may have released the others, so
@@ -716,7 +758,7 @@ static void barrier_failed(MPI_Comm comm, int n, int rc)
  * Intercommunicators are never mapped and go to PMPI_Barrier, whose
  * two-group semantics ibmc_barrier does not have.
  */
-int MPI_Barrier(MPI_Comm comm)
+static int shim_Barrier(MPI_Comm comm)
 {
 	ibmc_comm_t *ic = comm_of(comm);
 	const char *algo;
@@ -751,6 +793,7 @@ pass:
 	}
 	return PMPI_Barrier(comm);
 }
+IBMC_SHIM_ENTRY(MPI_Barrier, shim_Barrier)
 
 /* A call of coll over libibmcast, by the algorithm it used. */
 static void count_coll(struct ctally *t, ibmc_comm_t *ic, const char *coll,
@@ -833,9 +876,9 @@ static int aliased(const void *sbuf, int scount, MPI_Datatype stype,
  * A send size unlike the receive size is an erroneous program: MPI's own
  * allgather reports it.
  */
-int MPI_Allgather(const void *sendbuf, int sendcount, MPI_Datatype sendtype,
-		  void *recvbuf, int recvcount, MPI_Datatype recvtype,
-		  MPI_Comm comm)
+static int shim_Allgather(const void *sendbuf, int sendcount,
+			  MPI_Datatype sendtype, void *recvbuf, int recvcount,
+			  MPI_Datatype recvtype, MPI_Comm comm)
 {
 	ibmc_comm_t *ic = comm_of(comm);
 	int inplace = sendbuf == MPI_IN_PLACE, n, me, ssize, rsize, rc;
@@ -933,6 +976,7 @@ pass:
 	return PMPI_Allgather(sendbuf, sendcount, sendtype, recvbuf, recvcount,
 			      recvtype, comm);
 }
+IBMC_SHIM_ENTRY(MPI_Allgather, shim_Allgather)
 
 /* MPI's predefined operations and libibmcast's; -1: user-defined. */
 static int map_op(MPI_Op op)
@@ -985,8 +1029,8 @@ static int map_dtype(MPI_Datatype type, size_t *esize, int *bitwise_only)
  * MPI_IN_PLACE on all or none: every reason to pass through below is the
  * same on every member, so all take libibmcast's path or all MPI's.
  */
-int MPI_Allreduce(const void *sendbuf, void *recvbuf, int count,
-		  MPI_Datatype type, MPI_Op op, MPI_Comm comm)
+static int shim_Allreduce(const void *sendbuf, void *recvbuf, int count,
+			  MPI_Datatype type, MPI_Op op, MPI_Comm comm)
 {
 	ibmc_comm_t *ic = comm_of(comm);
 	int iop, dt, bitwise_only = 0, rc, n;
@@ -1038,6 +1082,7 @@ pass:
 	count_pass(&S.t.ar, "MPI_Allreduce", why);
 	return PMPI_Allreduce(sendbuf, recvbuf, count, type, op, comm);
 }
+IBMC_SHIM_ENTRY(MPI_Allreduce, shim_Allreduce)
 
 /*
  * MPI_Ibcast and MPI_Ibarrier are not wrapped. Their MPI_Request would have
@@ -1093,7 +1138,7 @@ static void summary(void)
 	csummary("MPI_Allreduce", &S.t.ar, "allreduces", s->allreduces);
 }
 
-int MPI_Finalize(void)
+static int shim_Finalize(void)
 {
 	if (S.on) {
 		/* Communicators the program did not free (world's at
@@ -1115,3 +1160,4 @@ int MPI_Finalize(void)
 		PMPI_Group_free(&S.world);
 	return PMPI_Finalize();
 }
+IBMC_SHIM_ENTRY(MPI_Finalize, shim_Finalize)

@@ -134,8 +134,10 @@ static void step(struct ibmc_context *ctx, struct ibmc_request *req)
 	t = d == INT64_MAX ? 10 : (d - now + 999) / 1000;
 	if (t < 0)
 		t = 0;
-	if (t > 10)
-		t = 10;
+	/* A caller's wait hook (ibmc_set_wait_hook) runs between steps:
+	 * about every millisecond. */
+	if (t > (ctx->wait_hook ? 1 : 10))
+		t = ctx->wait_hook ? 1 : 10;
 	rc = ibmc__pump(ctx, (int)t);
 	if (rc && req && req->task)
 		req->task->error = rc;	/* the transport died */
@@ -266,14 +268,21 @@ int64_t ibmc__progress_all(struct ibmc_context *ctx, int64_t now)
 int ibmc__wait(struct ibmc_request *req)
 {
 	struct ibmc_context *ctx = req->comm->ctx;
+	ibmc_wait_hook_t hook;
+	void *arg;
 
 	call_enter(ctx);
 	while (!req->done) {
 		step(ctx, req);
 		if (req->done)
 			break;
-		/* Let another thread's collective on this context in. */
+		/* Let another thread's collective on this context in, and
+		 * the caller's own progress engine run. */
+		hook = ctx->wait_hook;
+		arg = ctx->wait_hook_arg;
 		pthread_mutex_unlock(&ctx->lock);
+		if (hook)
+			hook(arg);
 		pthread_mutex_lock(&ctx->lock);
 	}
 	call_leave(ctx);

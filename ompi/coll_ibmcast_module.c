@@ -16,6 +16,16 @@
 #include "ompi/constants.h"
 #include "ompi/group/group.h"
 #include "ompi/mca/coll/base/base.h"
+#include "opal/runtime/opal_progress.h"
+
+/* While a collective of ours waits for other ranks, Open MPI's progress
+ * engine keeps moving what the program left pending (an MPI_Isend the
+ * rank we wait for is blocked receiving), as MPI's progress rule asks. */
+static void ompi_progress(void *arg)
+{
+	(void)arg;
+	opal_progress();
+}
 
 static void module_construct(ibmcast_module_t *m)
 {
@@ -172,6 +182,7 @@ static void world_start(struct ompi_communicator_t *comm)
 		return;
 	}
 	c->state = 1;
+	ibmc_set_wait_hook(c->ctx, ompi_progress, NULL);
 	if (c->verbose)
 		mca_coll_ibmcast_say0("libibmcast %s up on %d ranks: MPI_Bcast, MPI_Barrier, MPI_Allgather and MPI_Allreduce go over ibmcast",
 			IBMC_VERSION_STRING, bs.size);

@@ -39,6 +39,10 @@ tests_mpi_allreduce_ompi_LDADD = $(OMPI_MPI_LIBS) -lm
 tests_mpi_semantics_ompi_SOURCES = tests/mpi/semantics_mpi.c
 tests_mpi_semantics_ompi_CPPFLAGS = $(AM_CPPFLAGS) $(OMPI_MPI_CFLAGS)
 tests_mpi_semantics_ompi_LDADD = $(OMPI_MPI_LIBS)
+check_PROGRAMS += tests/mpi/progress_ompi
+tests_mpi_progress_ompi_SOURCES = tests/mpi/progress_mpi.c
+tests_mpi_progress_ompi_CPPFLAGS = $(AM_CPPFLAGS) $(OMPI_MPI_CFLAGS)
+tests_mpi_progress_ompi_LDADD = $(OMPI_MPI_LIBS)
 # (the Fortran program is built by ompi_coll.sh when mpifort.openmpi exists)
 EXTRA_DIST += tests/mpi/bcast_f.f90
 if BUILD_OSM_PLUGIN

@@ -42,12 +42,6 @@ static void desc_first_word(const osm_node_t *node, char *buf, size_t len)
 	buf[i] = '\0';
 }
 
-struct member_set {
-	osm_port_t **ports;
-	size_t count, cap;
-	uint8_t mtu, rate;
-};
-
 static int add_member(struct member_set *m, osm_port_t *port,
 		      const osm_physp_t *physp)
 {
@@ -73,10 +67,9 @@ static int add_member(struct member_set *m, osm_port_t *port,
 	return 0;
 }
 
-/* Under osm->lock. Collects every active HCA port of the named nodes. */
-static int resolve_members(osm_subn_t *subn, char *const *names,
-			   size_t count, struct member_set *m,
-			   enum ibmc_err *err, char *detail, size_t dlen)
+int ibmc__builder_resolve(osm_subn_t *subn, char *const *names,
+			  size_t count, struct member_set *m,
+			  enum ibmc_err *err, char *detail, size_t dlen)
 {
 	struct name_ref *refs;
 	unsigned char *found;
@@ -194,6 +187,29 @@ static void drop_group(osm_opensm_t *osm, const uint8_t mgid_raw[16])
 	}
 }
 
+/* Under osm->lock: groups can only be changed by the master SM, with
+ * multicast on; then the member ports of the named nodes. */
+static int members_on_master(osm_opensm_t *osm, char *const *names,
+			     size_t count, struct member_set *m,
+			     enum ibmc_err *err, char *detail, size_t dlen)
+{
+	if (osm->subn.sm_state != IB_SMINFO_STATE_MASTER) {
+		*err = IBMC_ERR_BUSY;
+		snprintf(detail, dlen,
+			 "this OpenSM is not the master SM (state %u)",
+			 osm->subn.sm_state);
+		return -EAGAIN;
+	}
+	if (osm->subn.opt.disable_multicast) {
+		*err = IBMC_ERR_INTERNAL;
+		snprintf(detail, dlen,
+			 "multicast is disabled in OpenSM (disable_multicast)");
+		return -ENOTSUP;
+	}
+	return ibmc__builder_resolve(&osm->subn, names, count, m, err, detail,
+				     dlen);
+}
+
 static osm_mgrp_t *make_group(osm_opensm_t *osm, const uint8_t mgid[16],
 			      uint32_t qkey, uint16_t pkey, uint8_t mtu,
 			      uint8_t rate, ib_member_rec_t *rec)
@@ -215,8 +231,20 @@ static osm_mgrp_t *make_group(osm_opensm_t *osm, const uint8_t mgid[16],
 	return osm_mcmr_rcv_find_or_create_new_mgrp(&osm->sa, comp_mask, rec);
 }
 
+bool ibmc__builder_join(osm_opensm_t *osm, osm_mgrp_t *mgrp, osm_port_t *port,
+			ib_member_rec_t *rec)
+{
+	rec->port_gid.unicast.prefix = osm->subn.opt.subnet_prefix;
+	rec->port_gid.unicast.interface_id = port->guid;
+	rec->scope_state = ib_member_set_scope_state(
+		IB_MC_SCOPE_LINK_LOCAL, IB_MC_REC_STATE_FULL_MEMBER);
+	return osm_mgrp_add_port(&osm->subn, &osm->log, mgrp, port, rec,
+				 FALSE) != NULL;
+}
+
 int ibmc__builder_create(struct ibmc_plugin *p, uint32_t job,
-			 char *const *names, size_t count, unsigned ngroups,
+			 char *const *names, size_t count,
+			 unsigned first_index, unsigned ngroups,
 			 uint32_t qkey, uint16_t pkey,
 			 struct ibmc_group *groups, unsigned *ports,
 			 enum ibmc_err *err, char *detail, size_t dlen)
@@ -228,23 +256,7 @@ int ibmc__builder_create(struct ibmc_plugin *p, uint32_t job,
 
 	CL_PLOCK_EXCL_ACQUIRE(&osm->lock);
 
-	if (osm->subn.sm_state != IB_SMINFO_STATE_MASTER) {
-		*err = IBMC_ERR_BUSY;
-		snprintf(detail, dlen,
-			 "this OpenSM is not the master SM (state %u)",
-			 osm->subn.sm_state);
-		ret = -EAGAIN;
-		goto out;
-	}
-	if (osm->subn.opt.disable_multicast) {
-		*err = IBMC_ERR_INTERNAL;
-		snprintf(detail, dlen,
-			 "multicast is disabled in OpenSM (disable_multicast)");
-		ret = -ENOTSUP;
-		goto out;
-	}
-	ret = resolve_members(&osm->subn, names, count, &m, err, detail,
-			      dlen);
+	ret = members_on_master(osm, names, count, &m, err, detail, dlen);
 	if (ret)
 		goto out;
 	if (free_mlids(&osm->subn) < ngroups) {
@@ -264,7 +276,7 @@ int ibmc__builder_create(struct ibmc_plugin *p, uint32_t job,
 		osm_mgrp_t *mgrp;
 
 		memset(g, 0, sizeof(*g));
-		g->index = (uint16_t)made;
+		g->index = (uint16_t)(first_index + made);
 		ibmc__mgid_derive(job, g->index, pkey, g->mgid);
 		mgrp = make_group(osm, g->mgid, qkey, pkey, m.mtu, m.rate,
 				  &rec);
@@ -273,26 +285,19 @@ int ibmc__builder_create(struct ibmc_plugin *p, uint32_t job,
 			snprintf(detail, dlen,
 				 "OpenSM could not create group %u "
 				 "(no MLID or parameters not realizable)",
-				 made);
+				 g->index);
 			ret = -ENOSPC;
 			goto undo;
 		}
 		for (size_t i = 0; i < m.count; i++) {
 			osm_port_t *port = m.ports[i];
 
-			rec.port_gid.unicast.prefix =
-				osm->subn.opt.subnet_prefix;
-			rec.port_gid.unicast.interface_id = port->guid;
-			rec.scope_state = ib_member_set_scope_state(
-				IB_MC_SCOPE_LINK_LOCAL,
-				IB_MC_REC_STATE_FULL_MEMBER);
-			if (!osm_mgrp_add_port(&osm->subn, &osm->log, mgrp,
-					       port, &rec, FALSE)) {
+			if (!ibmc__builder_join(osm, mgrp, port, &rec)) {
 				*err = IBMC_ERR_INTERNAL;
 				snprintf(detail, dlen,
 					 "OpenSM could not add port 0x%016" PRIx64
 					 " to group %u",
-					 cl_ntoh64(port->guid), made);
+					 cl_ntoh64(port->guid), g->index);
 				ret = -ENOMEM;
 				goto undo;
 			}
@@ -310,6 +315,75 @@ undo:
 	 * no members. Dropping an MGID that does not exist is a no-op. */
 	for (unsigned i = 0; i <= made; i++)
 		drop_group(osm, groups[i].mgid);
+out:
+	CL_PLOCK_RELEASE(&osm->lock);
+	free(m.ports);
+	return ret;
+}
+
+static bool in_set(const struct member_set *m, const osm_port_t *port)
+{
+	for (size_t i = 0; i < m->count; i++)
+		if (m->ports[i] == port)
+			return true;
+	return false;
+}
+
+int ibmc__builder_reshape(struct ibmc_plugin *p, const uint8_t mgid_raw[16],
+			  char *const *names, size_t count, unsigned *members,
+			  bool *changed, enum ibmc_err *err, char *detail,
+			  size_t dlen)
+{
+	osm_opensm_t *osm = p->osm;
+	struct member_set m = { 0 };
+	osm_mgrp_t *mgrp;
+	ib_gid_t mgid;
+	cl_map_item_t *it, *next;
+	int ret;
+
+	*changed = false;
+	memcpy(mgid.raw, mgid_raw, 16);
+	CL_PLOCK_EXCL_ACQUIRE(&osm->lock);
+	ret = members_on_master(osm, names, count, &m, err, detail, dlen);
+	if (ret)
+		goto out;
+	mgrp = osm_get_mgrp_by_mgid(&osm->subn, &mgid);
+	if (!mgrp) {
+		*err = IBMC_ERR_INTERNAL;
+		snprintf(detail, dlen, "the group is gone from OpenSM");
+		ret = -ENOENT;
+		goto out;
+	}
+	/* Joins first: the group must never lose its last full member,
+	 * which would make OpenSM delete it. The group's own record (its
+	 * Q_Key, MTU, rate) is the template, as an SA join would find. */
+	for (size_t i = 0; i < m.count; i++) {
+		osm_port_t *port = m.ports[i];
+		ib_member_rec_t rec = mgrp->mcmember_rec;
+
+		if (osm_mgrp_get_mcm_port(mgrp, port->guid))
+			continue;
+		if (!ibmc__builder_join(osm, mgrp, port, &rec)) {
+			*err = IBMC_ERR_INTERNAL;
+			snprintf(detail, dlen,
+				 "OpenSM could not add port 0x%016" PRIx64,
+				 cl_ntoh64(port->guid));
+			ret = -ENOMEM;
+			goto out;
+		}
+		*changed = true;
+	}
+	for (it = cl_qmap_head(&mgrp->mcm_port_tbl);
+	     it != cl_qmap_end(&mgrp->mcm_port_tbl); it = next) {
+		osm_mcm_port_t *mp = (osm_mcm_port_t *)it;
+
+		next = cl_qmap_next(it);
+		if (in_set(&m, mp->port))
+			continue;
+		osm_mgrp_delete_port(&osm->subn, &osm->log, mgrp, mp->port);
+		*changed = true;
+	}
+	*members = (unsigned)cl_qmap_count(&mgrp->mcm_port_tbl);
 out:
 	CL_PLOCK_RELEASE(&osm->lock);
 	free(m.ports);

@@ -25,6 +25,7 @@
 #include "common/fnv.h"
 #include "common/log.h"
 #include "confirmer.h"
+#include "rejoin.h"
 #include "smp_client.h"
 
 #define MAX_POSITIONS 16 /* 255 ports / 16 */
@@ -537,6 +538,9 @@ static bool apply(struct ibmc_plugin *p, struct ibmc_confirmer *c)
 			g->state = IBMC_STATE_READY;
 			g->ready_ns = now;
 			g->switches = it->ntree;
+			/* A wait on this one group is answered now, not when
+			 * the rest of the job is. */
+			changed = true;
 		} else if (now - j->building_since_ns >
 			   (uint64_t)p->opt.build_timeout_s * 1000000000ULL) {
 			j->state = IBMC_STATE_FAILED;
@@ -652,6 +656,12 @@ static void *confirmer_main(void *arg)
 				  atomic_load(&p->sweeps_done);
 		bool changed;
 		int ret;
+
+		/* When ready groups are due for verification, ports that have
+		 * come back are first re-added, so this round checks the
+		 * groups with them. */
+		if (sweeps != c->seen_sweeps || now >= c->next_verify_ns)
+			ibmc__rejoin_returning(p);
 
 		pthread_mutex_lock(&p->reg.lock);
 		clear_items(c);

@@ -22,7 +22,7 @@
 #define DEFAULT_WAIT_MS 30000
 #define IBMC_DEFAULT_PKEY 0xffff
 
-static bool privileged(struct ibmc_plugin *p, uid_t uid)
+bool ibmc__op_privileged(struct ibmc_plugin *p, uid_t uid)
 {
 	return uid == 0 || (p->opt.slurm_uid != (uid_t)-1 &&
 			    uid == p->opt.slurm_uid);
@@ -41,7 +41,7 @@ static json_t *refuse(struct ibmc_plugin *p, const char *op, uint32_t job,
 				 (unsigned)uid);
 }
 
-static json_t *with_job(json_t *reply, const struct ibmc_job *j)
+json_t *ibmc__reply_with_job(json_t *reply, const struct ibmc_job *j)
 {
 	json_t *jj = ibmc__job_to_json(j, ibmc__now_ns());
 
@@ -64,7 +64,7 @@ static json_t *op_reserve(struct ibmc_plugin *p, const struct ibmc_request *r,
 	char *canon = NULL;
 	int ret;
 
-	if (!privileged(p, uid))
+	if (!ibmc__op_privileged(p, uid))
 		return refuse(p, "reserve", r->job, uid);
 	if (!atomic_load(&p->subnet_up))
 		return ibmc__reply_error(IBMC_ERR_BUSY,
@@ -102,8 +102,9 @@ static json_t *op_reserve(struct ibmc_plugin *p, const struct ibmc_request *r,
 	old = ibmc__registry_find(&p->reg, r->job);
 	if (old) {
 		if (!strcmp(old->canon, canon))
-			reply = with_job(json_pack("{s:b, s:b}", "ok", 1,
-						   "created", 0), old);
+			reply = ibmc__reply_with_job(
+				json_pack("{s:b, s:b}", "ok", 1, "created", 0),
+				old);
 		else
 			reply = ibmc__reply_error(
 				IBMC_ERR_BAD_REQUEST,
@@ -141,7 +142,8 @@ static json_t *op_reserve(struct ibmc_plugin *p, const struct ibmc_request *r,
 	j->reserved_ns = ibmc__now_ns();
 	j->building_since_ns = j->reserved_ns;
 
-	ret = ibmc__builder_create(p, j->id, hl.names, hl.count, ngroups,
+	j->pool_groups = ngroups;
+	ret = ibmc__builder_create(p, j->id, hl.names, hl.count, 0, ngroups,
 				   j->qkey, j->pkey, j->groups, &j->port_count,
 				   &err, detail, sizeof(detail));
 	if (ret) {
@@ -157,7 +159,8 @@ static json_t *op_reserve(struct ibmc_plugin *p, const struct ibmc_request *r,
 	j->generation = ibmc__registry_next_generation(&p->reg);
 	ibmc__registry_insert(&p->reg, j);
 	p->reg.counters.reserves++;
-	reply = with_job(json_pack("{s:b, s:b}", "ok", 1, "created", 1), j);
+	reply = ibmc__reply_with_job(
+		json_pack("{s:b, s:b}", "ok", 1, "created", 1), j);
 	ibmc__confirmer_kick(p);
 	pthread_mutex_unlock(&p->reg.lock);
 	ibmc_log(IBMC_LOG_INFO,
@@ -183,7 +186,7 @@ static json_t *op_release(struct ibmc_plugin *p, const struct ibmc_request *r,
 	struct ibmc_job *j;
 	json_t *reply;
 
-	if (!privileged(p, uid))
+	if (!ibmc__op_privileged(p, uid))
 		return refuse(p, "release", r->job, uid);
 	pthread_mutex_lock(&p->reg.lock);
 	j = ibmc__registry_remove(&p->reg, r->job);
@@ -211,7 +214,7 @@ static json_t *op_renew(struct ibmc_plugin *p, const struct ibmc_request *r,
 	unsigned lease;
 	json_t *reply;
 
-	if (!privileged(p, uid))
+	if (!ibmc__op_privileged(p, uid))
 		return refuse(p, "renew", r->job, uid);
 	pthread_mutex_lock(&p->reg.lock);
 	j = ibmc__registry_find(&p->reg, r->job);
@@ -279,7 +282,8 @@ static json_t *op_status(struct ibmc_plugin *p, const struct ibmc_request *r)
 	reply = json_pack(
 		"{s:b, s:{s:s, s:s, s:b, s:b, s:i, s:s*, s:s*, s:s*},"
 		" s:{s:i, s:i, s:i},"
-		" s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I}, s:o*}",
+		" s:{s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I, s:I,"
+		" s:I, s:I}, s:o*}",
 		"ok", 1,
 		"server", "version", IBMCAST_VERSION, "sm_state",
 		sm_state_name(p->osm->subn.sm_state), "subnet_up",
@@ -300,21 +304,30 @@ static json_t *op_status(struct ibmc_plugin *p, const struct ibmc_request *r)
 		"smp_reads", (json_int_t)c->smp_reads, "readback_mismatches",
 		(json_int_t)c->readback_mismatches, "verifications",
 		(json_int_t)c->verifications, "rebuilds",
-		(json_int_t)c->rebuilds,
+		(json_int_t)c->rebuilds, "prunes", (json_int_t)c->prunes,
+		"grows", (json_int_t)c->grows, "rejoins", (json_int_t)c->rejoins,
 		"jobs", jobs);
 	pthread_mutex_unlock(&p->reg.lock);
 	return reply;
 }
 
-static json_t *wait_reply(const struct ibmc_job *j, uint32_t id,
+static json_t *wait_reply(const struct ibmc_job *j, uint32_t id, int group,
 			  bool timed_out, uint64_t waited_ns)
 {
 	json_t *reply = json_pack("{s:b, s:b, s:I}", "ok", 1, "timed_out",
 				  (int)timed_out, "waited_us",
 				  (json_int_t)(waited_ns / 1000));
 
+	/* A group's wait also names the group, so a client need not search
+	 * the job's list for it. */
+	if (j && reply && group >= 0 && (unsigned)group < j->ngroups &&
+	    json_object_set_new(reply, "group",
+				ibmc__group_to_json(j, &j->groups[group]))) {
+		json_decref(reply);
+		return NULL;
+	}
 	if (j)
-		return with_job(reply, j);
+		return ibmc__reply_with_job(reply, j);
 	/* Released while we waited. */
 	if (reply &&
 	    json_object_set_new(reply, "job",
@@ -331,12 +344,20 @@ json_t *ibmc__op_wait_check(struct ibmc_plugin *p, const struct ibmc_wait *w,
 {
 	struct ibmc_job *j;
 	json_t *reply = NULL;
+	bool building;
 
 	pthread_mutex_lock(&p->reg.lock);
 	j = ibmc__registry_find(&p->reg, w->job);
-	if (!j || j->state != IBMC_STATE_BUILDING || now_ns >= w->deadline_ns)
-		reply = wait_reply(j, w->job,
-				   j && j->state == IBMC_STATE_BUILDING,
+	/* One group waits for itself only: a prune of another group, or a
+	 * grown one, must not hold it up. A failed job ends every wait. */
+	if (j && w->group >= 0)
+		building = j->state != IBMC_STATE_FAILED &&
+			   (unsigned)w->group < j->ngroups &&
+			   j->groups[w->group].state == IBMC_STATE_BUILDING;
+	else
+		building = j && j->state == IBMC_STATE_BUILDING;
+	if (!building || now_ns >= w->deadline_ns)
+		reply = wait_reply(j, w->job, w->group, building,
 				   now_ns - w->start_ns);
 	pthread_mutex_unlock(&p->reg.lock);
 	return reply;
@@ -347,16 +368,24 @@ static json_t *op_wait(struct ibmc_plugin *p, const struct ibmc_request *r,
 {
 	uint64_t now = ibmc__now_ns();
 	int64_t ms = r->timeout_ms >= 0 ? r->timeout_ms : DEFAULT_WAIT_MS;
+	struct ibmc_job *j;
+	unsigned ngroups;
 	json_t *reply;
 
 	pthread_mutex_lock(&p->reg.lock);
-	if (!ibmc__registry_find(&p->reg, r->job)) {
-		pthread_mutex_unlock(&p->reg.lock);
+	j = ibmc__registry_find(&p->reg, r->job);
+	ngroups = j ? j->ngroups : 0;
+	pthread_mutex_unlock(&p->reg.lock);
+	if (!j)
 		return ibmc__reply_error(IBMC_ERR_UNKNOWN_JOB,
 					 "job %u holds no reservation", r->job);
-	}
-	pthread_mutex_unlock(&p->reg.lock);
+	if (r->group >= 0 && (unsigned)r->group >= ngroups)
+		return ibmc__reply_error(IBMC_ERR_BAD_REQUEST,
+					 "group: job %u has groups 0..%u; no "
+					 "group %d", r->job, ngroups - 1,
+					 r->group);
 	park->job = r->job;
+	park->group = r->group;
 	park->start_ns = now;
 	park->deadline_ns = now + (uint64_t)ms * 1000000ULL;
 	reply = ibmc__op_wait_check(p, park, now);
@@ -379,6 +408,10 @@ json_t *ibmc__op_dispatch(struct ibmc_plugin *p, const struct ibmc_request *r,
 		return op_renew(p, r, uid);
 	case IBMC_OP_STATUS:
 		return op_status(p, r);
+	case IBMC_OP_PRUNE:
+		return ibmc__op_prune(p, r, uid);
+	case IBMC_OP_GROW:
+		return ibmc__op_grow(p, r, uid);
 	}
 	return ibmc__reply_error(IBMC_ERR_BAD_REQUEST, "unknown op");
 }

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* The protocol's operations: reserve, wait, release, renew, status. Each
+/* The protocol's operations: reserve, wait, release, renew, status, prune
+ * and grow. Each
  * takes a validated request and the authenticated uid and builds the reply;
  * only the server thread calls them. */
 #ifndef IBMCAST_OSM_OPS_H
@@ -16,6 +17,7 @@
 /* A wait that cannot be answered yet: the server parks the client. */
 struct ibmc_wait {
 	uint32_t job;
+	int group;           /* -1: the whole job */
 	uint64_t start_ns;
 	uint64_t deadline_ns;
 };
@@ -25,6 +27,17 @@ struct ibmc_wait {
  * becomes a static "internal" reply built by the caller). */
 json_t *ibmc__op_dispatch(struct ibmc_plugin *p, const struct ibmc_request *r,
 			  uid_t uid, struct ibmc_wait *park, bool *parked);
+
+/* Reshaping a job's groups (ops_resize.c). */
+json_t *ibmc__op_prune(struct ibmc_plugin *p, const struct ibmc_request *r,
+		       uid_t uid);
+json_t *ibmc__op_grow(struct ibmc_plugin *p, const struct ibmc_request *r,
+		      uid_t uid);
+
+/* Shared by the handlers: root or the Slurm user; and reply with the job
+ * object added as "job" (NULL, reply freed, on ENOMEM). */
+bool ibmc__op_privileged(struct ibmc_plugin *p, uid_t uid);
+json_t *ibmc__reply_with_job(json_t *reply, const struct ibmc_job *j);
 
 /* The reply to a parked wait, or NULL if it must keep waiting. */
 json_t *ibmc__op_wait_check(struct ibmc_plugin *p, const struct ibmc_wait *w,

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/hostlist.h"
 #include "common/mgid.h"
 #include "registry.h"
 
@@ -134,18 +135,45 @@ char *ibmc__nodes_canonical(char *const *names, size_t count)
 	return s;
 }
 
+void ibmc__group_clear_subset(struct ibmc_group *g)
+{
+	free(g->nodes);
+	free(g->canon);
+	g->nodes = NULL;
+	g->canon = NULL;
+}
+
+int ibmc__group_set_subset(struct ibmc_group *g, char *const *names,
+			   size_t count)
+{
+	char *nodes = ibmc__hostlist_compress(names, count);
+	char *canon = ibmc__nodes_canonical(names, count);
+
+	if (!nodes || !canon) {
+		free(nodes);
+		free(canon);
+		return -ENOMEM;
+	}
+	ibmc__group_clear_subset(g);
+	g->nodes = nodes;
+	g->canon = canon;
+	return 0;
+}
+
 void ibmc__job_free(struct ibmc_job *job)
 {
 	if (!job)
 		return;
 	free(job->nodes);
 	free(job->canon);
+	for (unsigned i = 0; job->groups && i < job->ngroups; i++)
+		ibmc__group_clear_subset(&job->groups[i]);
 	free(job->groups);
 	free(job);
 }
 
-static json_t *group_to_json(const struct ibmc_job *job,
-			     const struct ibmc_group *g)
+json_t *ibmc__group_to_json(const struct ibmc_job *job,
+			    const struct ibmc_group *g)
 {
 	char mgid[IBMC_MGID_STRLEN], mlid[8];
 	json_t *o;
@@ -160,6 +188,11 @@ static json_t *group_to_json(const struct ibmc_job *job,
 		      "switches", (int)g->switches);
 	if (o && g->state == IBMC_STATE_BUILDING && g->pending[0])
 		json_object_set_new(o, "pending", json_string(g->pending));
+	/* Where a group differs from the pool's: grown, or pruned. */
+	if (o && g->grown)
+		json_object_set_new(o, "grown", json_true());
+	if (o && g->nodes)
+		json_object_set_new(o, "nodes", json_string(g->nodes));
 	if (o && g->missing)
 		json_object_set_new(o, "missing_ports",
 				    json_integer((json_int_t)g->missing));
@@ -197,6 +230,8 @@ json_t *ibmc__job_to_json(const struct ibmc_job *job, uint64_t now_ns)
 		json_object_set_new(o, "reason", json_string(job->reason));
 	if (job->needs_build)
 		json_object_set_new(o, "restoring", json_true());
+	json_object_set_new(o, "pool_groups",
+			    json_integer((json_int_t)job->pool_groups));
 	/* Where the time goes: creating groups under osm->lock, OpenSM's
 	 * own multicast pass, then our confirmation. */
 	if (job->built_ns)
@@ -218,7 +253,7 @@ json_t *ibmc__job_to_json(const struct ibmc_job *job, uint64_t now_ns)
 	if (!groups)
 		goto nomem;
 	for (unsigned i = 0; i < job->ngroups; i++) {
-		json_t *g = group_to_json(job, &job->groups[i]);
+		json_t *g = ibmc__group_to_json(job, &job->groups[i]);
 
 		if (!g || json_array_append_new(groups, g)) {
 			json_decref(groups);

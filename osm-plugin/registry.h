@@ -37,6 +37,12 @@ struct ibmc_group {
 	enum ibmc_state state;
 	uint64_t sm_done_ns; /* first seen programmed by OpenSM (1-3) */
 	uint64_t ready_ns;   /* CLOCK_MONOTONIC when confirmed */
+	bool grown;          /* added by grow, beyond the reserved pool */
+	/* Pruned to a subset of the job's nodes (prune): the subset as a
+	 * compressed hostlist and in canonical form; both NULL while the
+	 * group spans every node of the job. Owned by the group. */
+	char *nodes;
+	char *canon;
 };
 
 struct ibmc_job {
@@ -49,7 +55,8 @@ struct ibmc_job {
 	unsigned port_count;
 	uint32_t qkey;
 	uint16_t pkey;
-	unsigned ngroups;
+	unsigned ngroups;    /* the pool and the grown groups after it */
+	unsigned pool_groups; /* groups reserved; the rest were grown */
 	struct ibmc_group *groups;
 	enum ibmc_state state;
 	char reason[160];    /* why failed */
@@ -68,6 +75,8 @@ struct ibmc_counters {
 	uint64_t requests, errors, reserves, releases, ready, failed;
 	uint64_t smp_reads, readback_mismatches;
 	uint64_t verifications, rebuilds; /* re-checks of ready groups */
+	uint64_t prunes, grows; /* accepted changes, not repeats */
+	uint64_t rejoins; /* member ports re-added to a group on return */
 };
 
 struct ibmc_registry {
@@ -92,9 +101,19 @@ struct ibmc_job *ibmc__registry_remove(struct ibmc_registry *r, uint32_t id);
 uint64_t ibmc__registry_next_generation(struct ibmc_registry *r);
 
 void ibmc__job_free(struct ibmc_job *job);
+/* Forget a group's subset: it spans the whole job again. */
+void ibmc__group_clear_subset(struct ibmc_group *g);
+/* Set a group's subset (names as given; canonical form and compressed
+ * hostlist are made here), replacing any old one. 0 or -ENOMEM (the old
+ * subset kept). */
+int ibmc__group_set_subset(struct ibmc_group *g, char *const *names,
+			   size_t count);
 /* The node set in one comparable form: names sorted and joined by ','
  * (names itself is left as it is). malloc'd; NULL on ENOMEM. */
 char *ibmc__nodes_canonical(char *const *names, size_t count);
+/* One group of the job object; NULL on ENOMEM. */
+json_t *ibmc__group_to_json(const struct ibmc_job *job,
+			    const struct ibmc_group *g);
 /* The job object of docs/protocol.md; NULL on ENOMEM. */
 json_t *ibmc__job_to_json(const struct ibmc_job *job, uint64_t now_ns);
 

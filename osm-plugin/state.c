@@ -54,6 +54,92 @@ static void set_error(struct ibmc_plugin *p, char *buf, size_t len,
 	ibmc_log(IBMC_LOG_ERROR, "state file %s: %s", p->opt.state_path, buf);
 }
 
+/* What prune and grow changed: how many of the groups were reserved (the
+ * rest were grown) and the subset of each pruned group, as
+ * "pruned":{"<index>":"<hostlist>"}. Both absent for a job as reserved,
+ * so files written before prune and grow existed read the same. */
+static int add_shape(json_t *o, const struct ibmc_job *j)
+{
+	json_t *pruned = NULL;
+	char key[12];
+
+	if (j->pool_groups != j->ngroups &&
+	    json_object_set_new(o, "pool_groups",
+				json_integer((json_int_t)j->pool_groups)))
+		return -ENOMEM;
+	for (unsigned i = 0; i < j->ngroups; i++) {
+		if (!j->groups[i].nodes)
+			continue;
+		if (!pruned && !(pruned = json_object()))
+			return -ENOMEM;
+		snprintf(key, sizeof(key), "%u", i);
+		if (json_object_set_new(pruned, key,
+					json_string(j->groups[i].nodes))) {
+			json_decref(pruned);
+			return -ENOMEM;
+		}
+	}
+	if (pruned && json_object_set_new(o, "pruned", pruned))
+		return -ENOMEM;
+	return 0;
+}
+
+/* The shape add_shape saved, onto a job read back (groups allocated).
+ * The file's checksum, or the master that sent it, vouches for the
+ * subsets; rebuilding them resolves every name again. */
+static int read_shape(struct ibmc_plugin *p, json_t *o, struct ibmc_job *j,
+		      char *why, size_t wlen)
+{
+	json_t *pool = json_object_get(o, "pool_groups");
+	json_t *pruned = json_object_get(o, "pruned"), *v;
+	const char *key;
+
+	j->pool_groups = j->ngroups;
+	if (pool) {
+		json_int_t n = json_integer_value(pool);
+
+		if (!json_is_integer(pool) || n < 1 ||
+		    n > (json_int_t)j->ngroups) {
+			snprintf(why, wlen, "job %u: bad pool_groups", j->id);
+			return -EINVAL;
+		}
+		j->pool_groups = (unsigned)n;
+	}
+	for (unsigned i = j->pool_groups; i < j->ngroups; i++)
+		j->groups[i].grown = true;
+	if (pruned && !json_is_object(pruned)) {
+		snprintf(why, wlen, "job %u: bad pruned", j->id);
+		return -EINVAL;
+	}
+	json_object_foreach(pruned, key, v) {
+		struct ibmc_hostlist hl = { 0 };
+		unsigned long idx;
+		char *end;
+		int ret;
+
+		idx = strtoul(key, &end, 10);
+		if (*end || end == key || idx >= j->ngroups ||
+		    !json_is_string(v) ||
+		    ibmc__hostlist_expand(json_string_value(v),
+					  p->opt.max_nodes, &hl) ||
+		    !hl.count) {
+			ibmc__hostlist_free(&hl);
+			snprintf(why, wlen,
+				 "job %u: bad pruned group \"%.20s\"", j->id,
+				 key);
+			return -EINVAL;
+		}
+		ret = ibmc__group_set_subset(&j->groups[idx], hl.names,
+					     hl.count);
+		ibmc__hostlist_free(&hl);
+		if (ret) {
+			snprintf(why, wlen, "out of memory");
+			return ret;
+		}
+	}
+	return 0;
+}
+
 /* Registry lock held. */
 static json_t *jobs_to_json(struct ibmc_plugin *p, uint64_t mono_now,
 			    int64_t unix_now)
@@ -72,7 +158,8 @@ static json_t *jobs_to_json(struct ibmc_plugin *p, uint64_t mono_now,
 				      (int)j->lease_s, "lease_end_unix",
 				      (json_int_t)(unix_now + left));
 
-		if (!o || json_array_append_new(jobs, o)) {
+		if (!o || add_shape(o, j) || json_array_append_new(jobs, o)) {
+			json_decref(o);
 			json_decref(jobs);
 			jobs = NULL;
 		}
@@ -218,27 +305,54 @@ static struct ibmc_job *job_from_json(struct ibmc_plugin *p, json_t *o,
 	j->lease_end_ns = mono_now +
 			  (uint64_t)(lease_end - unix_now) * 1000000000ULL;
 	ibmc__hostlist_free(&hl);
+	if (read_shape(p, o, j, why, wlen)) {
+		ibmc__job_free(j);
+		return NULL;
+	}
 	return j;
+}
+
+/* Same groups, same subsets: nothing for a mirror to change. */
+static bool same_shape(const struct ibmc_job *a, const struct ibmc_job *b)
+{
+	if (a->ngroups != b->ngroups || a->pool_groups != b->pool_groups)
+		return false;
+	for (unsigned i = 0; i < a->ngroups; i++) {
+		const char *x = a->groups[i].canon, *y = b->groups[i].canon;
+
+		if ((x || y) && (!x || !y || strcmp(x, y)))
+			return false;
+	}
+	return true;
 }
 
 /* Take a restored or mirrored job into the registry, unless it already
  * holds that job: then only the lease is refreshed (if asked) and j is
- * freed. Returns whether j was inserted. */
+ * freed; a mirrored copy not yet built takes the master's shape. Returns
+ * whether j was inserted. */
 static bool adopt(struct ibmc_plugin *p, struct ibmc_job *j,
 		  bool refresh_lease)
 {
 	struct ibmc_job *old;
 
+	bool taken;
+
 	pthread_mutex_lock(&p->reg.lock);
 	old = ibmc__registry_find(&p->reg, j->id);
+	if (old && refresh_lease && old->needs_build && !same_shape(old, j)) {
+		/* The master grew or pruned it: mirror the new shape. */
+		ibmc__job_free(ibmc__registry_remove(&p->reg, j->id));
+		old = NULL;
+	}
+	taken = !old;
 	if (!old)
 		ibmc__registry_insert(&p->reg, j);
 	else if (refresh_lease)
 		old->lease_end_ns = j->lease_end_ns;
 	pthread_mutex_unlock(&p->reg.lock);
-	if (old)
+	if (!taken)
 		ibmc__job_free(j);
-	return !old;
+	return taken;
 }
 
 /* Parse and check a state document; the jobs array on success. */
@@ -329,14 +443,52 @@ int ibmc__state_load(struct ibmc_plugin *p)
 	return n;
 }
 
+/* Narrow the rebuilt groups that were pruned (subsets[i] non-NULL) to
+ * their subsets again. One that cannot be (a node gone) is left spanning
+ * the job, which still reaches its subset, and its subset is forgotten
+ * (NULL). Registry lock not held. */
+static void reprune(struct ibmc_plugin *p, uint32_t id,
+		    struct ibmc_group *groups, char **subsets,
+		    unsigned ngroups)
+{
+	enum ibmc_err err;
+	char detail[400];
+	bool changed;
+
+	for (unsigned i = 0; i < ngroups; i++) {
+		struct ibmc_hostlist hl = { 0 };
+		int ret;
+
+		if (!subsets[i])
+			continue;
+		ret = ibmc__hostlist_expand(subsets[i], p->opt.max_nodes, &hl);
+		if (!ret)
+			ret = ibmc__builder_reshape(
+				p, groups[i].mgid, hl.names, hl.count,
+				&groups[i].members, &changed, &err, detail,
+				sizeof(detail));
+		else
+			snprintf(detail, sizeof(detail), "%s", strerror(-ret));
+		ibmc__hostlist_free(&hl);
+		if (!ret)
+			continue;
+		ibmc_log(IBMC_LOG_WARN, "job %u: group %u spans the whole job "
+			 "again: cannot prune it to %s: %s", id, i, subsets[i],
+			 detail);
+		free(subsets[i]);
+		subsets[i] = NULL;
+	}
+}
+
 /* Build one restored job's groups. Registry lock not held. */
 static void rebuild(struct ibmc_plugin *p, uint32_t id, bool *retry)
 {
 	struct ibmc_hostlist hl = { 0 };
 	struct ibmc_group *groups = NULL;
 	enum ibmc_err err = IBMC_ERR_INTERNAL;
-	char detail[400] = "", *nodes = NULL;
+	char detail[400] = "", *nodes = NULL, **subsets = NULL;
 	unsigned ngroups = 0, ports = 0;
+	bool nomem = false;
 	struct ibmc_job *j;
 	int ret;
 
@@ -346,19 +498,26 @@ static void rebuild(struct ibmc_plugin *p, uint32_t id, bool *retry)
 		nodes = strdup(j->nodes);
 		ngroups = j->ngroups;
 		groups = calloc(ngroups, sizeof(*groups));
+		subsets = calloc(ngroups, sizeof(*subsets));
+		for (unsigned i = 0; subsets && i < ngroups; i++)
+			if (j->groups[i].nodes &&
+			    !(subsets[i] = strdup(j->groups[i].nodes)))
+				nomem = true;
 	}
 	pthread_mutex_unlock(&p->reg.lock);
-	if (!nodes || !groups) {
+	if (!nodes || !groups || !subsets || nomem) {
 		if (j)
 			*retry = true; /* out of memory: try again later */
 		goto out;
 	}
 	ret = ibmc__hostlist_expand(nodes, p->opt.max_nodes, &hl);
 	if (!ret)
-		ret = ibmc__builder_create(p, id, hl.names, hl.count, ngroups,
-					   ibmc__qkey_for_job(id), 0xffff,
-					   groups, &ports, &err, detail,
+		ret = ibmc__builder_create(p, id, hl.names, hl.count, 0,
+					   ngroups, ibmc__qkey_for_job(id),
+					   0xffff, groups, &ports, &err, detail,
 					   sizeof(detail));
+	if (!ret)
+		reprune(p, id, groups, subsets, ngroups);
 	if (ret && err == IBMC_ERR_BUSY) {
 		*retry = true;
 		goto out;
@@ -388,7 +547,19 @@ static void rebuild(struct ibmc_plugin *p, uint32_t id, bool *retry)
 		p->reg.counters.failed++;
 		ibmc_log(IBMC_LOG_ERROR, "job %u: %s", id, j->reason);
 	} else {
-		memcpy(j->groups, groups, ngroups * sizeof(*groups));
+		/* The new groups keep what prune and grow made of them. */
+		for (unsigned i = 0; i < ngroups; i++) {
+			struct ibmc_group *g = &j->groups[i];
+
+			groups[i].grown = g->grown;
+			groups[i].nodes = g->nodes;
+			groups[i].canon = g->canon;
+			if (g->nodes && !subsets[i]) {
+				ibmc__group_clear_subset(g);
+				groups[i].nodes = groups[i].canon = NULL;
+			}
+			*g = groups[i];
+		}
 		j->port_count = ports;
 		j->built_ns = ibmc__now_ns();
 		j->generation = ibmc__registry_next_generation(&p->reg);
@@ -400,6 +571,9 @@ static void rebuild(struct ibmc_plugin *p, uint32_t id, bool *retry)
 	ibmc__plugin_notify_server(p);
 out:
 	ibmc__hostlist_free(&hl);
+	for (unsigned i = 0; subsets && i < ngroups; i++)
+		free(subsets[i]);
+	free(subsets);
 	free(groups);
 	free(nodes);
 }
@@ -431,6 +605,33 @@ bool ibmc__state_restore_pending(struct ibmc_plugin *p)
 	p->restore_pending = retry;
 	p->next_restore_ns = now + RESTORE_RETRY_NS;
 	return n > 0;
+}
+
+/* A state entry's shape from the master's job object (status): its
+ * pool size and the subsets of its pruned groups. */
+static int mirror_shape(json_t *entry, json_t *job)
+{
+	json_t *pool = json_object_get(job, "pool_groups"), *g;
+	json_t *pruned = json_object();
+	char key[24];
+	size_t i;
+
+	if (!pruned)
+		return -ENOMEM;
+	json_array_foreach(json_object_get(job, "groups"), i, g) {
+		json_t *nodes = json_object_get(g, "nodes");
+
+		snprintf(key, sizeof(key), "%zu", i);
+		if (json_is_string(nodes) &&
+		    json_object_set(pruned, key, nodes)) {
+			json_decref(pruned);
+			return -ENOMEM;
+		}
+	}
+	if ((pool && json_object_set(entry, "pool_groups", pool)) ||
+	    json_object_set_new(entry, "pruned", pruned))
+		return -ENOMEM;
+	return 0;
 }
 
 /* Standby: replace our unbuilt copies with the master's current list. */
@@ -489,10 +690,15 @@ void ibmc__state_mirror_peer(struct ibmc_plugin *p, uint64_t now_ns)
 								    "groups")),
 			"lease_s", json_object_get(o, "lease_s"),
 			"lease_end_unix", (json_int_t)(unix_now + left));
-		struct ibmc_job *j = entry ? job_from_json(p, entry, mono,
-							   unix_now, why,
-							   sizeof(why))
-					   : NULL;
+		struct ibmc_job *j;
+
+		if (entry && mirror_shape(entry, o)) {
+			json_decref(entry);
+			entry = NULL;
+		}
+		j = entry ? job_from_json(p, entry, mono, unix_now, why,
+					  sizeof(why))
+			  : NULL;
 
 		json_decref(entry);
 		if (!j)

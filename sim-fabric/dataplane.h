@@ -12,6 +12,14 @@
  * t. LFTs are re-read every lft_ms (default 1000 ms). A packet for an MLID
  * whose MFTs were never read yet is dropped (cause "mft_unread"), and the
  * read is started at once.
+ *
+ * Topology: the links are those discovered at start and since. Every
+ * topo_ms (default 1000 ms) the PortInfo of every switch port is read; a
+ * link whose switch end is not Active carries nothing (cause "link_down")
+ * from the answer that says so until one that finds it Active again. An
+ * Active port the model has no link for starts a new discovery, which
+ * pauses the table reads (the daemon's own SMP port is closed while
+ * libibnetdisc runs) and appends the new nodes and links.
  */
 #ifndef IBMCAST_DATAPLANE_H
 #define IBMCAST_DATAPLANE_H
@@ -176,6 +184,7 @@ enum dp_drop {
 	DP_DROP_NO_QP,		/* no such QPN at the destination */
 	DP_DROP_QKEY,
 	DP_DROP_RQ_OVERFLOW,
+	DP_DROP_LINK_DOWN,	/* the link is not Active (PortInfo) */
 	DP_DROP_MAX
 };
 
@@ -206,6 +215,16 @@ struct dataplane {
 	struct dp_mlid **mft_pass;	/* the MLIDs the running pass reads */
 	int nmft_pass;
 	bool lft_ready;
+	/* topology (dataplane_topo.c) */
+	int topo_ms;
+	bool *link_down;		/* [nlink] */
+	int links_down, topo_inflight;
+	int topo_sw, topo_port;		/* the running pass's cursor */
+	bool topo_running;
+	bool topo_grew;			/* an Active port with no link */
+	uint64_t topo_next_ns, rediscover_after_ns, rediscover_wait_ns;
+	uint64_t topo_passes, rediscoveries, link_changes;
+	unsigned long smps_before, smp_errors_before; /* closed SMP ports */
 	/* endpoints */
 	int listen_fd, ctl_fd;
 	struct dp_ep *eps;
@@ -236,6 +255,17 @@ struct dp_mlid *dp_mlid_get(struct dataplane *dp, uint16_t mlid, bool create);
 const struct dp_tree *dp_mlid_tree(struct dataplane *dp, struct dp_mlid *m,
 				   int src_hca);
 uint64_t dp_tables_next_ns(struct dataplane *dp);
+
+/* Grow the per-node and per-LID tables after the model grew from nnode
+ * nodes and LIDs up to max_lid; every cached tree is dropped. */
+int dp_tables_grow(struct dataplane *dp, int nnode, uint16_t max_lid);
+
+/* dataplane_topo.c */
+int dp_topo_init(struct dataplane *dp);
+void dp_topo_free(struct dataplane *dp);
+void dp_topo_tick(struct dataplane *dp, uint64_t now);
+/* A discovery is due: start no new table reads, let the others finish. */
+bool dp_topo_quiesce(const struct dataplane *dp, uint64_t now);
 
 /* dataplane_fwd.c */
 void dp_forward_uc(struct dataplane *dp, struct dp_ep *src,

@@ -10,8 +10,9 @@ sim_fabric_ibmcast_dataplane_SOURCES = \
 	sim-fabric/dataplane_mad.c sim-fabric/dataplane_tables.c \
 	sim-fabric/dataplane_fwd.c sim-fabric/dataplane_ep.c \
 	sim-fabric/dataplane_ctl.c sim-fabric/dataplane_sa.c \
-	sim-fabric/dataplane_model.c \
-	sim-fabric/fabric_model.c sim-fabric/fabric_model.h
+	sim-fabric/dataplane_model.c sim-fabric/dataplane_topo.c \
+	sim-fabric/fabric_model.c sim-fabric/fabric_model.h \
+	sim-fabric/fabric_merge.c
 sim_fabric_ibmcast_dataplane_LDADD = common/libibmcast_common.la \
 	$(JANSSON_LIBS) -libnetdisc -libumad -libmad
 
@@ -27,7 +28,8 @@ endif
 if BUILD_OSM_PLUGIN
 TESTS += tests/integration/dataplane_unicast.sh \
 	tests/integration/dataplane_multicast.sh \
-	tests/integration/dataplane_faults.sh
+	tests/integration/dataplane_faults.sh \
+	tests/integration/dataplane_follows_fabric.sh
 endif
 EXTRA_DIST += tests/lib-dataplane.sh
 dist_man_MANS += man/ibmcast-dataplane.8

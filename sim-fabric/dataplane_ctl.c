@@ -86,10 +86,11 @@ static json_t *counters(struct dataplane *dp, bool all)
 			continue;
 		fm_link_name(&dp->fm, i, name, sizeof(name));
 		json_array_append_new(links, json_pack(
-			"{s:s,s:s,s:i,s:s,s:i,s:I,s:I,s:o}", "link", name,
+			"{s:s,s:s,s:i,s:s,s:i,s:b,s:I,s:I,s:o}", "link", name,
 			"from", dp->fm.node[l->from].name,
 			"from_port", l->from_port,
 			"to", dp->fm.node[l->to].name, "to_port", l->to_port,
+			"down", dp->link_down && dp->link_down[i],
 			"packets", (json_int_t)c->pkts,
 			"bytes", (json_int_t)c->bytes,
 			"drops", drops_obj(c->drops)));
@@ -128,7 +129,15 @@ static json_t *counters(struct dataplane *dp, bool all)
 			(json_int_t)((now - dp->mft_as_of_ns) / 1000) : -1,
 		"lft_age_us", dp->lft_as_of_ns ?
 			(json_int_t)((now - dp->lft_as_of_ns) / 1000) : -1,
-		"smps", (json_int_t)mads, "smp_errors", (json_int_t)errs));
+		"smps", (json_int_t)(mads + dp->smps_before),
+		"smp_errors", (json_int_t)(errs + dp->smp_errors_before)));
+	json_object_set_new(o, "topology", json_pack(
+		"{s:i,s:i,s:i,s:i,s:I,s:I,s:I}",
+		"topo_ms", dp->topo_ms, "nodes", dp->fm.nnode,
+		"link_directions", dp->fm.nlink, "links_down", dp->links_down,
+		"passes", (json_int_t)dp->topo_passes,
+		"link_changes", (json_int_t)dp->link_changes,
+		"rediscoveries", (json_int_t)dp->rediscoveries));
 	return o;
 }
 

@@ -25,6 +25,7 @@ const char *const dp_drop_names[DP_DROP_MAX] = {
 	[DP_DROP_NO_QP] = "no_qp",
 	[DP_DROP_QKEY] = "qkey",
 	[DP_DROP_RQ_OVERFLOW] = "rq_overflow",
+	[DP_DROP_LINK_DOWN] = "link_down",
 };
 
 /* splitmix64: small, seedable, good enough for fault injection. */
@@ -61,6 +62,12 @@ static void drop(struct dataplane *dp, int link, enum dp_drop why)
 /* A packet crosses link: counted there; false if the link loses it. */
 static bool cross(struct dataplane *dp, int link, size_t len, bool faults)
 {
+	/* A switch still forwarding to a dead port: the packet goes nowhere,
+	 * as on hardware, until the SM has routed around it. */
+	if (dp->link_down && dp->link_down[link]) {
+		drop(dp, link, DP_DROP_LINK_DOWN);
+		return false;
+	}
 	dp->lc[link].pkts++;
 	dp->lc[link].bytes += len;
 	if (faults && dp->faults.link_loss && dp->faults.link_loss[link] > 0 &&

@@ -36,7 +36,8 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 		"usage: ibmcast-dataplane --socket PATH --ctl PATH [--mft-ms N]\n"
-		"           [--lft-ms N] [--idle-ms N] [--smp-timeout-ms N]\n"
+		"           [--lft-ms N] [--topo-ms N] [--idle-ms N]\n"
+		"           [--smp-timeout-ms N]"
 		"           [--rq-bytes N] [--seed N] [--model NAME]\n"
 		"       ibmcast-dataplane ctl --ctl PATH counters [--all] | reset |\n"
 		"           status | clear | set KEY=VAL... | json REQUEST\n");
@@ -107,7 +108,7 @@ static int setup(struct dataplane *dp, const char *model)
 	dp->hca_eps = calloc((size_t)dp->fm.nnode, sizeof(*dp->hca_eps));
 	dp->next_qpn = calloc((size_t)dp->fm.nnode, sizeof(*dp->next_qpn));
 	if (!dp->lc || !dp->faults.link_loss || !dp->hca_eps ||
-	    !dp->next_qpn || dp_tables_init(dp))
+	    !dp->next_qpn || dp_tables_init(dp) || dp_topo_init(dp))
 		return -ENOMEM;
 	ret = dp_model_init(dp, model);
 	if (ret) {
@@ -198,6 +199,7 @@ static void loop(struct dataplane *dp)
 		}
 		now = ibmc__now_ns();
 		dp_tables_tick(dp, now);
+		dp_topo_tick(dp, now);
 		dp_delay_tick(dp, now);
 		dp_ep_reap(dp);
 		dp_ctl_reap(dp);
@@ -220,6 +222,7 @@ static void teardown(struct dataplane *dp)
 	/* dp_mad_close dropped the requests; their contexts remain. */
 	dp_sa_free_all(dp);
 	dp_tables_free(dp);
+	dp_topo_free(dp);
 	dp_model_free(dp);
 	free(dp->lc);
 	free(dp->faults.link_loss);
@@ -237,6 +240,7 @@ int main(int argc, char **argv)
 		{ "ctl", required_argument, NULL, 'c' },
 		{ "mft-ms", required_argument, NULL, 'm' },
 		{ "lft-ms", required_argument, NULL, 'l' },
+		{ "topo-ms", required_argument, NULL, 'T' },
 		{ "idle-ms", required_argument, NULL, 'i' },
 		{ "smp-timeout-ms", required_argument, NULL, 't' },
 		{ "rq-bytes", required_argument, NULL, 'r' },
@@ -245,7 +249,7 @@ int main(int argc, char **argv)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 }
 	};
-	struct dataplane dp = { .mft_ms = 15, .lft_ms = 1000,
+	struct dataplane dp = { .mft_ms = 15, .lft_ms = 1000, .topo_ms = 1000,
 				.idle_ms = 10000, .smp_timeout_ms = 100,
 				.rq_bytes = 16u << 20, .listen_fd = -1,
 				.ctl_fd = -1 };
@@ -263,6 +267,8 @@ int main(int argc, char **argv)
 						    600000); break;
 		case 'l': dp.lft_ms = (int)num_opt(optarg, "--lft-ms", 1,
 						    600000); break;
+		case 'T': dp.topo_ms = (int)num_opt(optarg, "--topo-ms", 1,
+						     600000); break;
 		case 'i': dp.idle_ms = (int)num_opt(optarg, "--idle-ms", 1,
 						     86400000); break;
 		case 't': dp.smp_timeout_ms = (int)num_opt(optarg,
@@ -298,8 +304,9 @@ int main(int argc, char **argv)
 	}
 	dp.start_ns = ibmc__now_ns();
 	fprintf(stderr, "ibmcast-dataplane: ready on %s (control %s), MFTs "
-		"re-read every %d ms, LFTs every %d ms, timing model %s\n",
-		sock, ctl, dp.mft_ms, dp.lft_ms, dp.model.name);
+		"re-read every %d ms, LFTs every %d ms, port states every %d "
+		"ms, timing model %s\n", sock, ctl, dp.mft_ms, dp.lft_ms,
+		dp.topo_ms, dp.model.name);
 	loop(&dp);
 	ret = 0;
 	fprintf(stderr, "ibmcast-dataplane: stopping\n");

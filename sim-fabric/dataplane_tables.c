@@ -260,8 +260,72 @@ static void mft_pass(struct dataplane *dp, uint64_t now)
 	}
 }
 
+int dp_tables_grow(struct dataplane *dp, int nnode, uint16_t max_lid)
+{
+	const struct fabric_model *fm = &dp->fm;
+	size_t nn = (size_t)fm->nnode, len = (size_t)fm->max_lid + 64;
+	uint8_t **lft;
+	int i;
+	unsigned k;
+
+	lft = realloc(dp->lft, sizeof(*lft) * nn);
+	if (!lft)
+		return -ENOMEM;
+	dp->lft = lft;
+	for (i = nnode; i < fm->nnode; i++)
+		lft[i] = NULL;
+	for (i = 0; i < fm->nnode; i++) {
+		size_t old = i < nnode ? (size_t)max_lid + 64 : 0;
+		uint8_t *t;
+
+		if (!fm->node[i].is_switch || (old && old >= len))
+			continue;
+		t = realloc(lft[i], len);
+		if (!t)
+			return -ENOMEM;
+		memset(t + old, 0xff, len - old);
+		lft[i] = t;
+	}
+	for (k = 0; k < FM_MLID_COUNT; k++) {
+		struct dp_mlid *m = dp->mlid[k];
+		uint16_t **mask;
+		struct dp_tree **tree;
+
+		if (!m)
+			continue;
+		/* Trees of the old model: gone before the arrays move. */
+		for (i = 0; i < nnode; i++) {
+			free(m->tree[i]);
+			m->tree[i] = NULL;
+		}
+		mask = realloc(m->mask, sizeof(*mask) * nn);
+		if (!mask)
+			return -ENOMEM;
+		m->mask = mask;
+		tree = realloc(m->tree, sizeof(*tree) * nn);
+		if (!tree)
+			return -ENOMEM;
+		m->tree = tree;
+		for (i = nnode; i < fm->nnode; i++) {
+			tree[i] = NULL;
+			mask[i] = NULL;
+			if (!fm->node[i].is_switch)
+				continue;
+			mask[i] = calloc((size_t)fm->node[i].npos,
+					 sizeof(uint16_t));
+			if (!mask[i])
+				return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
 void dp_tables_tick(struct dataplane *dp, uint64_t now)
 {
+	if (dp_topo_quiesce(dp, now)) {
+		dp_mad_progress(dp->mad);
+		return;
+	}
 	if (!dp->lft_inflight && now >= dp->lft_next_ns) {
 		lft_pass(dp);
 		dp->lft_next_ns = now + (uint64_t)dp->lft_ms * 1000000ull;
@@ -278,8 +342,11 @@ uint64_t dp_tables_next_ns(struct dataplane *dp)
 	uint64_t t = dp->lft_next_ns < dp->mft_next_ns ? dp->lft_next_ns :
 							 dp->mft_next_ns;
 
+	if (dp->topo_next_ns < t)
+		t = dp->topo_next_ns;
 	/* umad2sim's fd cannot be polled with the sockets: look again soon. */
-	if (dp->lft_inflight || dp->mft_inflight || dp->sa_ops) {
+	if (dp->lft_inflight || dp->mft_inflight || dp->topo_running ||
+	    dp_topo_quiesce(dp, ibmc__now_ns()) || dp->sa_ops) {
 		uint64_t soon = ibmc__now_ns() + 1000000ull;
 
 		if (soon < t)

@@ -53,6 +53,15 @@ struct fabric_model {
 int fm_discover(struct fabric_model *fm);
 void fm_free(struct fabric_model *fm);
 
+/* Fold a newer discovery nf into fm without renumbering: nodes are matched
+ * by GUID and keep their index, links keep theirs; nodes and links nf has
+ * and fm lacks are appended, a port nf finds cabled elsewhere is re-pointed
+ * (its link index kept), LIDs are taken from nf. Links nf lacks stay in fm
+ * (the caller tracks which are up). Arrays indexed by node, link or LID
+ * must then grow to fm's new nnode, nlink and max_lid. 0 or -ENOMEM (fm
+ * then unchanged in its counts, possibly with bigger arrays). */
+int fm_merge(struct fabric_model *fm, const struct fabric_model *nf);
+
 /* The HCA whose name (NodeDescription's first word) is name: index, -1
  * if none, -2 if not unique. */
 int fm_find_hca(const struct fabric_model *fm, const char *name);

@@ -60,3 +60,37 @@ dp_link_bytes() {
 dp_drop() {
 	dp_ctl counters | jq -r ".drops.$1"
 }
+
+# dp_mc_probe TAG SRC DST CTRL MGID MLID QKEY: counters reset, receivers on
+# DST and CTRL (another member), SRC sends 2 packets to the group once the
+# daemon has read the MLID afresh. Prints "D C": the packets DST's endpoint
+# got (the daemon's counter, read once CTRL has both, which shows the
+# sends were carried) and those CTRL got. Neither receiver's own timeout
+# decides anything, so a slow machine cannot turn a loss into a pass.
+# Their output goes to $tmp/TAG.* (the test's temporary directory).
+dp_mc_probe() {
+	local tag=$1 src=$2 dst=$3 ctrl=$4 mgid=$5 mlid=$6 qkey=$7 d c pid try
+	# A probe whose control receiver got nothing proves nothing (on a
+	# loaded machine the MFT pass or the receivers may lag): it is
+	# repeated, three times at most.
+	for try in 1 2 3; do
+		dp_ctl reset > /dev/null
+		# It waits for a third packet, so it is still attached (and
+		# counted) when the counters are read.
+		dp_recv_bg "$tmp/$tag.$try.dst" --node "$dst" --mgid "$mgid" \
+			--mlid "$mlid" --count 3 --timeout-ms 60000
+		pid=$!
+		dp_recv_bg "$tmp/$tag.$try.ctrl" --node "$ctrl" --mgid "$mgid" \
+			--mlid "$mlid" --count 2 --timeout-ms 60000
+		dp_mft_fresh "$mlid"
+		"$DP_TOOL" send-mc --node "$src" --mgid "$mgid" --mlid "$mlid" \
+			--qkey "$qkey" --count 2 > /dev/null
+		c=$(dp_got "$tmp/$tag.$try.ctrl")
+		d=$(dp_ctl counters | jq --arg n "$dst" \
+			'[.endpoints[] | select(.node == $n) | .rx_packets] | add // 0')
+		kill "$pid" 2> /dev/null || true
+		[ -z "$c" ] || break
+		diag "dp_mc_probe $tag: the control receiver got nothing (try $try)"
+	done
+	printf '%s %s\n' "$d" "${c:-none}"
+}

@@ -12,6 +12,10 @@
 #           bcast_field KEY: KEY=VALUE of bcast_check's result/stats lines
 # Fabric:   dp_ctl ARGS... (ibmcast-sim dataplane on $SIM_DIR)
 #           dp_total_link_bytes: bytes carried over every link since reset
+# Benches:  bench_need PROGRAM DESC  (the benchmark's program and what it
+#                                     needs built; exits 1 if missing)
+#           bench_start DIR          (results directory -> $OUT, $CSV; say)
+#           bench_fabric_up HOSTS    (a radix-16 fat tree, its env sourced)
 # shellcheck shell=bash
 
 IBMCAST_RUN=$top_builddir/tools/ibmcast-run
@@ -89,4 +93,40 @@ bcast_run() {
 # bcast_field KEY: the value of KEY=VALUE in the last bcast_run's output.
 bcast_field() {
 	grep -oE "(^|[ ])$1=[^ ]+" <<< "$BCAST_OUT" | tail -n 1 | cut -d= -f2
+}
+
+# ---- benchmarks (tests/bench/*.sh): not tests, so no TAP here ------------
+
+# bench_need PROGRAM DESC: the parts every benchmark runs, and its own
+# program, are built (DESC says how), and jq is there; else exit 1.
+bench_need() {
+	local f
+	for f in "$IBMCAST_RUN" "$1" "$IBMCASTCTL" \
+		 "$top_builddir/sim-fabric/ibmcast-dataplane" \
+		 "$top_builddir/osm-plugin/.libs/libibmcast_osm.so"; do
+		[ -e "$f" ] || { echo "missing $f: build first ($2)," \
+			"or give --builddir" >&2; exit 1; }
+	done
+	command -v jq > /dev/null || { echo "jq not installed" >&2; exit 1; }
+}
+
+# bench_start DIR: DIR (made, absolute) in $OUT, $CSV its results.csv, and
+# say MSG printing progress with the seconds since now.
+bench_start() {
+	mkdir -p "$1" || exit 1
+	OUT=$(cd "$1" && pwd)
+	CSV=$OUT/results.csv
+	T_START=$SECONDS
+}
+say() { printf '[%4ds] %s\n' $((SECONDS - T_START)) "$*"; }
+
+# bench_fabric_up HOSTS: a HOSTS-host radix-16 fat tree with the plugin and
+# the data plane (log in $OUT/up.log), its environment sourced; exit 1 if
+# it does not come up.
+bench_fabric_up() {
+	say "bringing up a $1-host fat tree (radix 16) with the plugin and the data plane"
+	sim_up --hosts "$1" --radix 16 > "$OUT/up.log" 2>&1 ||
+		{ cat "$OUT/up.log" >&2; echo "ibmcast-sim up failed" >&2; exit 1; }
+	# shellcheck source=/dev/null
+	. "$SIM_DIR/env"
 }

@@ -155,6 +155,9 @@ SlurmdPidFile=$SLURM_DIR/spool/slurmd.%n.pid
 SlurmctldLogFile=$SLURM_DIR/log/slurmctld.log
 SlurmdLogFile=$SLURM_DIR/log/slurmd.%n.log
 PlugStackConfig=$SLURM_DIR/plugstack.conf
+# Per node: srun --mpi=pmix makes its client directory under TmpFS, and
+# the nodes of one host would collide in one /tmp.
+TmpFS=$SLURM_DIR/tmpfs/%n
 PrologFlags=Alloc
 ProctrackType=proctrack/pgid
 TaskPlugin=task/none
@@ -261,7 +264,7 @@ slurm_up() {
 		{ diag "slurmctld wrote no pid file"; slurm_logs | diag; return 1; }
 	_slurm_pids+=("slurmctld:$(cat "$SLURM_DIR/slurmctld.pid")")
 	for ((k = 1; k <= n; k++)); do
-		mkdir -p "$SLURM_DIR/spool/node$k"
+		mkdir -p "$SLURM_DIR/spool/node$k" "$SLURM_DIR/tmpfs/node$k"
 		slurmd -f "$SLURM_CONF" -N "node$k" \
 			2> "$SLURM_DIR/log/slurmd.node$k.err" ||
 			{ diag "slurmd -N node$k failed: $(cat "$SLURM_DIR/log/slurmd.node$k.err")"; return 1; }

@@ -367,6 +367,46 @@ mft_wipe() {
 	return "$rc"
 }
 
+# install_for_others PROG DIR: a copy of PROG, DIR/$(basename PROG), that
+# unprivileged users can run where the build tree is out of their reach
+# (DIR is made world-readable). Not in a subshell: under scripts/test --asan the sanitizer's
+# suppression files are copied there too and the *_OPTIONS point at the
+# copies: an instrumented program that cannot read them refuses to run.
+install_for_others() {
+	local prog=$1 dir=$2 v supp
+	chmod 755 "$dir"
+	install -m 755 "$prog" "$dir/${prog##*/}"
+	for v in ASAN_OPTIONS LSAN_OPTIONS; do
+		supp=$(sed -n 's/.*suppressions=\([^:]*\).*/\1/p' <<< "${!v:-}")
+		[ -n "$supp" ] && [ -f "$supp" ] || continue
+		[ "$supp" = "$dir/$v.supp" ] && continue
+		install -m 644 "$supp" "$dir/$v.supp"
+		export "$v=${!v//$supp/$dir/$v.supp}"
+	done
+}
+
+# as USER CMD...: runs CMD as USER, with no supplementary groups.
+as() {
+	local user=$1 group
+	shift
+	group=$(id -gn "$user")
+	setpriv --reuid="$user" --regid="$group" --clear-groups "$@"
+}
+
+# run_ctl [as USER] ARGS...: runs $CTL (an ibmcastctl, for another USER
+# one from install_for_others) with ARGS; sets OUT, ERR and RC (its
+# standard error passes through $tmp/err).
+run_ctl() {
+	local pre=()
+	if [ "$1" = as ]; then
+		pre=(as "$2")
+		shift 2
+	fi
+	RC=0
+	OUT=$("${pre[@]}" "$CTL" "$@" 2> "$tmp/err") || RC=$?
+	ERR=$(cat "$tmp/err")
+}
+
 # on_fabric CMD...: runs CMD attached to the fabric whose DIR/env is
 # sourced, as the SM's HCA: like ibmcast-sim diag without the launcher in
 # between (which matters when a watcher must start polling at once).

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* ibmcastctl: the administrator's command line to the ibmcast control
- * server: reserve, wait for, release, renew and inspect jobs' groups. */
+ * server: reserve, wait for, release, renew, prune, grow and inspect
+ * jobs' groups. */
 #include "config.h"
 
 #include <errno.h>
@@ -48,10 +49,17 @@ static void usage(FILE *f)
 "\n"
 "Commands:\n"
 "  reserve JOB --nodes HOSTLIST [--groups N] [--uid U] [--lease S]\n"
-"  wait JOB [--timeout-ms N]   block until the job's groups are ready\n"
+"  wait JOB [--group I] [--timeout-ms N]\n"
+"                           block until the job's groups (or group I) are\n"
+"                           ready\n"
 "  release JOB\n"
 "  renew JOB [--lease S]\n"
 "  status [JOB]\n"
+"  prune JOB --group I [--nodes HOSTLIST]\n"
+"                           narrow group I to some of the job's nodes\n"
+"                           (no --nodes: widen it back to all of them)\n"
+"  grow JOB [--group I]     one more group for the job (I: the index\n"
+"                           expected, so that a retry adds no second one)\n"
 "  gc [--dry-run] [--squeue PATH]  release reservations whose Slurm job\n"
 "                           is gone (squeue: $IBMCAST_SQUEUE or squeue)\n"
 "\n"
@@ -231,6 +239,7 @@ static void print_status(const json_t *r)
 static int print_human(enum ibmc_op op, const json_t *r, int wait_ms)
 {
 	const json_t *job = json_object_get(r, "job");
+	const json_t *grp = json_object_get(r, "group");
 	char a[32], b[32];
 	json_int_t v;
 	const char *state;
@@ -242,7 +251,8 @@ static int print_human(enum ibmc_op op, const json_t *r, int wait_ms)
 		print_job(job);
 		return 0;
 	case IBMC_OP_WAIT:
-		state = str_or(job, "state", "?");
+		/* A group's wait is about that group. */
+		state = str_or(grp ? grp : job, "state", "?");
 		if (json_is_true(json_object_get(r, "timed_out"))) {
 			if (wait_ms >= 0)
 				printf("timed out after %d ms, ", wait_ms);
@@ -271,6 +281,29 @@ static int print_human(enum ibmc_op op, const json_t *r, int wait_ms)
 	case IBMC_OP_STATUS:
 		print_status(r);
 		return 0;
+	case IBMC_OP_PRUNE:
+		printf("job %s group %s: %s, state %s\n",
+		       int_str(job, "job", a, sizeof(a)),
+		       int_str(grp, "index", b, sizeof(b)),
+		       !json_is_true(json_object_get(r, "changed"))
+			       ? "already so"
+		       : json_object_get(grp, "nodes")
+			       ? "pruned"
+			       : "widened to all the job's nodes",
+		       str_or(grp, "state", "?"));
+		print_job(job);
+		return 0;
+	case IBMC_OP_GROW:
+		printf("job %s: %s group %s (MLID %s, MGID %s), state %s\n",
+		       int_str(job, "job", a, sizeof(a)),
+		       json_is_true(json_object_get(r, "created"))
+			       ? "grew"
+			       : "already has",
+		       int_str(grp, "index", b, sizeof(b)),
+		       str_or(grp, "mlid", "-"), str_or(grp, "mgid", "-"),
+		       str_or(grp, "state", "?"));
+		print_job(job);
+		return 0;
 	}
 	return 0;
 }
@@ -278,12 +311,14 @@ static int print_human(enum ibmc_op op, const json_t *r, int wait_ms)
 /* The wait command's verdict in --json mode, from the same fields. */
 static int wait_verdict(const json_t *r)
 {
-	const char *state = str_or(json_object_get(r, "job"), "state", "?");
+	const json_t *grp = json_object_get(r, "group");
+	const char *state = str_or(grp ? grp : json_object_get(r, "job"),
+				   "state", "?");
 
 	if (json_is_true(json_object_get(r, "timed_out")) ||
 	    strcmp(state, "ready")) {
-		fprintf(stderr, "%s: wait: job not ready: state %s%s\n", prog,
-			state,
+		fprintf(stderr, "%s: wait: %s not ready: state %s%s\n", prog,
+			grp ? "group" : "job", state,
 			json_is_true(json_object_get(r, "timed_out")) ?
 				" (timed out)" : "");
 		return EXIT_NOT_READY;
@@ -298,6 +333,7 @@ enum {
 	OPT_GROUPS,
 	OPT_UID,
 	OPT_LEASE,
+	OPT_GROUP,
 };
 
 static const struct option global_opts[] = {
@@ -311,6 +347,7 @@ static const struct option global_opts[] = {
 	{ "groups", required_argument, NULL, OPT_GROUPS },
 	{ "uid", required_argument, NULL, OPT_UID },
 	{ "lease", required_argument, NULL, OPT_LEASE },
+	{ "group", required_argument, NULL, OPT_GROUP },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -319,9 +356,13 @@ static bool cmd_takes(enum ibmc_op op, int opt)
 {
 	switch (opt) {
 	case OPT_NODES:
+		return op == IBMC_OP_RESERVE || op == IBMC_OP_PRUNE;
 	case OPT_GROUPS:
 	case OPT_UID:
 		return op == IBMC_OP_RESERVE;
+	case OPT_GROUP:
+		return op == IBMC_OP_WAIT || op == IBMC_OP_PRUNE ||
+		       op == IBMC_OP_GROW;
 	case OPT_LEASE:
 		return op == IBMC_OP_RESERVE || op == IBMC_OP_RENEW;
 	default:
@@ -672,6 +713,7 @@ int main(int argc, char **argv)
 	memset(&req, 0, sizeof(req));
 	req.uid = -1;
 	req.timeout_ms = -1;
+	req.group = -1;
 	o.server = getenv("IBMCAST_SERVER");
 	if (o.server && !*o.server)
 		o.server = NULL;
@@ -762,6 +804,13 @@ int main(int argc, char **argv)
 				return rc;
 			req.lease_s = (unsigned)v;
 			break;
+		case OPT_GROUP:
+			rc = num_arg("--group", optarg, 0,
+				     IBMC_PROTO_MAX_GROUPS - 1, &v);
+			if (rc)
+				return rc;
+			req.group = (int)v;
+			break;
 		}
 	}
 	for (; optind < argc; optind++, npos++)
@@ -778,11 +827,13 @@ int main(int argc, char **argv)
 	} else if (req.op != IBMC_OP_STATUS) {
 		return usage_error("%s: JOB is required", cmd);
 	}
-	if (req.op == IBMC_OP_RESERVE) {
+	if (req.op == IBMC_OP_PRUNE && req.group < 0)
+		return usage_error("prune: --group is required");
+	if (req.op == IBMC_OP_RESERVE && !nodes)
+		return usage_error("reserve: --nodes is required");
+	if (nodes) {
 		struct ibmc_hostlist hl;
 
-		if (!nodes)
-			return usage_error("reserve: --nodes is required");
 		if (strlen(nodes) > IBMC_PROTO_MAX_NODES_LEN)
 			return usage_error("--nodes: longer than %d bytes",
 					   IBMC_PROTO_MAX_NODES_LEN);

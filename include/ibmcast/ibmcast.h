@@ -90,6 +90,18 @@ int ibmc_context_rank(const ibmc_context_t *ctx);
 int ibmc_context_size(const ibmc_context_t *ctx);
 
 /*
+ * hook(arg) is called, in the waiting thread and outside libibmcast's
+ * lock, about every millisecond while a blocking call of ctx waits for
+ * other ranks (NULL: none). An MPI library gives it its progress engine:
+ * an operation it left pending (an MPI_Isend another rank must receive
+ * before it can enter the collective) must keep moving meanwhile, as
+ * MPI's progress rule requires. 0 or -EINVAL. See ibmc_set_wait_hook(3).
+ */
+typedef void (*ibmc_wait_hook_t)(void *arg);
+int ibmc_set_wait_hook(ibmc_context_t *ctx, ibmc_wait_hook_t hook,
+		       void *arg);
+
+/*
  * Creates a communicator over the context's ranks listed in ranks[0..n-1]
  * (all ranks, in order, when ranks is NULL). Collective over those ranks
  * (the others do not call it). Takes the next free group of the job's pool,

@@ -70,13 +70,7 @@ done
 # shellcheck source=tests/lib-libjob.sh
 . "$top_srcdir/tests/lib-libjob.sh"
 COLL_CHECK=$top_builddir/tests/libjob/coll_check
-for f in "$IBMCAST_RUN" "$COLL_CHECK" "$IBMCASTCTL" \
-	 "$top_builddir/sim-fabric/ibmcast-dataplane" \
-	 "$top_builddir/osm-plugin/.libs/libibmcast_osm.so"; do
-	[ -e "$f" ] || { echo "missing $f: build first (make check builds" \
-		"coll_check), or give --builddir" >&2; exit 1; }
-done
-command -v jq > /dev/null || { echo "jq not installed" >&2; exit 1; }
+bench_need "$COLL_CHECK" "make check builds coll_check"
 
 if [ "$QUICK" = 1 ]; then
 	NODES=(16 32)
@@ -90,11 +84,7 @@ else
 fi
 HOSTS=64
 
-mkdir -p "$OUT" || exit 1
-OUT=$(cd "$OUT" && pwd)
-CSV=$OUT/results.csv
-T_START=$SECONDS
-say() { printf '[%4ds] %s\n' $((SECONDS - T_START)) "$*"; }
+bench_start "$OUT"
 
 # MPICH's launcher and compiler by their own names (the plain mpiexec may
 # be Open MPI's); the program is built here, never linked with the shim.
@@ -108,11 +98,7 @@ elif ! mpicc.mpich -O2 -o "$MPI_PROG" "$top_srcdir/tests/mpi/coll_time_mpi.c" \
 	MPI_WHY="mpicc.mpich failed (see $OUT/mpicc.log)"
 fi
 
-say "bringing up a $HOSTS-host fat tree (radix 16) with the plugin and the data plane"
-sim_up --hosts "$HOSTS" --radix 16 > "$OUT/up.log" 2>&1 ||
-	{ cat "$OUT/up.log" >&2; echo "ibmcast-sim up failed" >&2; exit 1; }
-# shellcheck source=/dev/null
-. "$SIM_DIR/env"
+bench_fabric_up "$HOSTS"
 # No call may hang; a failed point is reported and the run goes on.
 export IBMCAST_BCAST_TIMEOUT_MS=15000
 

@@ -67,13 +67,7 @@ done
 . "$top_srcdir/tests/lib-libjob.sh"
 BARRIER_CHECK=$top_builddir/tests/libjob/barrier_check
 BARRIER_MPI=$top_builddir/tests/mpi/barrier_time_mpi
-for f in "$IBMCAST_RUN" "$BARRIER_CHECK" "$IBMCASTCTL" \
-	 "$top_builddir/sim-fabric/ibmcast-dataplane" \
-	 "$top_builddir/osm-plugin/.libs/libibmcast_osm.so"; do
-	[ -e "$f" ] || { echo "missing $f: build first (make check builds" \
-		"barrier_check), or give --builddir" >&2; exit 1; }
-done
-command -v jq > /dev/null || { echo "jq not installed" >&2; exit 1; }
+bench_need "$BARRIER_CHECK" "make check builds barrier_check"
 # MPICH's launcher by its own name (the plain mpiexec may be Open MPI's).
 MPIEXEC=$(command -v mpiexec.mpich || true)
 MPI_WHY=
@@ -88,17 +82,9 @@ PERNODE=(1 2)
 ALGOS=(nway:1 nway:2 nway:3 nway:4 nway:5 nway:6 nway:7 nway:8 auto mcast)
 HOSTS=64
 
-mkdir -p "$OUT" || exit 1
-OUT=$(cd "$OUT" && pwd)
-CSV=$OUT/results.csv
-T_START=$SECONDS
-say() { printf '[%4ds] %s\n' $((SECONDS - T_START)) "$*"; }
+bench_start "$OUT"
 
-say "bringing up a $HOSTS-host fat tree (radix 16) with the plugin and the data plane"
-sim_up --hosts "$HOSTS" --radix 16 > "$OUT/up.log" 2>&1 ||
-	{ cat "$OUT/up.log" >&2; echo "ibmcast-sim up failed" >&2; exit 1; }
-# shellcheck source=/dev/null
-. "$SIM_DIR/env"
+bench_fabric_up "$HOSTS"
 export IBMCAST_BCAST_TIMEOUT_MS=60000
 
 jobid() { echo $((700 + 2 * $1 + $2)); }	# RANKS PER_NODE

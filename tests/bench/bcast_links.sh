@@ -75,13 +75,7 @@ done
 . "$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/lib.sh"
 # shellcheck source=tests/lib-libjob.sh
 . "$top_srcdir/tests/lib-libjob.sh"
-for f in "$IBMCAST_RUN" "$BCAST_CHECK" "$IBMCASTCTL" \
-	 "$top_builddir/sim-fabric/ibmcast-dataplane" \
-	 "$top_builddir/osm-plugin/.libs/libibmcast_osm.so"; do
-	[ -e "$f" ] || { echo "missing $f: build first (make check builds" \
-		"bcast_check), or give --builddir" >&2; exit 1; }
-done
-command -v jq > /dev/null || { echo "jq not installed" >&2; exit 1; }
+bench_need "$BCAST_CHECK" "make check builds bcast_check"
 
 if [ "$QUICK" = 1 ]; then
 	RANKS=(8 32)
@@ -105,17 +99,9 @@ if [ "$LOSS_ONLY" = 1 ]; then
 	PLACES=(contig)
 fi
 
-mkdir -p "$OUT" || exit 1
-OUT=$(cd "$OUT" && pwd)
-CSV=$OUT/results.csv
-T_START=$SECONDS
-say() { printf '[%4ds] %s\n' $((SECONDS - T_START)) "$*"; }
+bench_start "$OUT"
 
-say "bringing up a $HOSTS-host fat tree (radix 16) with the plugin and the data plane"
-sim_up --hosts "$HOSTS" --radix 16 > "$OUT/up.log" 2>&1 ||
-	{ cat "$OUT/up.log" >&2; echo "ibmcast-sim up failed" >&2; exit 1; }
-# shellcheck source=/dev/null
-. "$SIM_DIR/env"
+bench_fabric_up "$HOSTS"
 # Progress and timing stay deterministic enough; no broadcast may hang.
 export IBMCAST_BCAST_TIMEOUT_MS=60000
 

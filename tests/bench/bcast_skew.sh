@@ -73,14 +73,7 @@ done
 # shellcheck source=tests/lib-libjob.sh
 . "$top_srcdir/tests/lib-libjob.sh"
 BCAST_SKEW=$top_builddir/tests/libjob/bcast_skew
-for f in "$IBMCAST_RUN" "$BCAST_SKEW" "$IBMCASTCTL" \
-	 "$top_builddir/sim-fabric/ibmcast-dataplane" \
-	 "$top_builddir/osm-plugin/.libs/libibmcast_osm.so"; do
-	[ -e "$f" ] || { echo "missing $f: build first (make check builds" \
-		"bcast_skew, or: make tests/libjob/bcast_skew), or give" \
-		"--builddir" >&2; exit 1; }
-done
-command -v jq > /dev/null || { echo "jq not installed" >&2; exit 1; }
+bench_need "$BCAST_SKEW" "make check builds bcast_skew"
 
 if [ "$QUICK" = 1 ]; then
 	RANKS=(16)
@@ -95,11 +88,8 @@ fi
 CONFIGS=(sync early binomial)
 HOSTS=32
 
+bench_start "$OUT"
 mkdir -p "$OUT/runs" || exit 1
-OUT=$(cd "$OUT" && pwd)
-CSV=$OUT/results.csv
-T_START=$SECONDS
-say() { printf '[%4ds] %s\n' $((SECONDS - T_START)) "$*"; }
 list() { local IFS=,; echo "$*"; }
 
 # The launcher of the run in progress: stopped (it stops its ranks) on any
@@ -112,12 +102,8 @@ stop_run() {
 	RUN_PID=
 }
 
-say "bringing up a $HOSTS-host fat tree (radix 16) with the plugin and the data plane"
-sim_up --hosts "$HOSTS" --radix 16 > "$OUT/up.log" 2>&1 ||
-	{ cat "$OUT/up.log" >&2; echo "ibmcast-sim up failed" >&2; exit 1; }
+bench_fabric_up "$HOSTS"
 at_exit stop_run
-# shellcheck source=/dev/null
-. "$SIM_DIR/env"
 # No broadcast may hang, and none may time out under the longest skew.
 export IBMCAST_BCAST_TIMEOUT_MS=60000
 

@@ -24,6 +24,8 @@ static uint16_t mlid, dlid;
 static uint8_t mgid[16];
 static bool have_mgid;
 static long count = 1, timeout_ms = 5000, size = -1, join_state = 1;
+static long interval_us;      /* send: pause between packets */
+static const char *until_file; /* send: stop once this file exists */
 
 static long ms_since(const struct timespec *t0)
 {
@@ -116,8 +118,14 @@ static int cmd_send(bool mc)
 	if (iov.iov_len > sizeof(buf))
 		die("size", -EMSGSIZE);
 	memset(buf, 'x', sizeof(buf));
-	for (i = 0; i < count; i++) {
+	/* With --until-file, count <= 0 means no bound but the file. */
+	for (i = 0; (count <= 0 && until_file) || i < count; i++) {
 		char t[64];
+
+		if (until_file && !access(until_file, F_OK))
+			break;
+		if (i && interval_us > 0)
+			usleep((useconds_t)interval_us);
 		int tl = snprintf(t, sizeof(t), "%s-%ld", text, i + 1);
 
 		/* "TEXT-N " then filler: the receiver sees which one. */
@@ -130,7 +138,7 @@ static int cmd_send(bool mc)
 		if (ret)
 			die("send", ret);
 	}
-	printf("sent %ld\n", count);
+	printf("sent %ld\n", i);
 	/* The daemon answers a rejected send with ERROR: give it a moment. */
 	{
 		struct ibmc_dp_recv h;
@@ -258,6 +266,8 @@ int main(int argc, char **argv)
 		{ "text", required_argument, NULL, 't' },
 		{ "timeout-ms", required_argument, NULL, 'T' },
 		{ "join-state", required_argument, NULL, 'j' },
+		{ "interval-us", required_argument, NULL, 'i' },
+		{ "until-file", required_argument, NULL, 'u' },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *cmd;
@@ -291,6 +301,8 @@ int main(int argc, char **argv)
 		case 't': text = optarg; break;
 		case 'T': timeout_ms = strtol(optarg, NULL, 0); break;
 		case 'j': join_state = strtol(optarg, NULL, 0); break;
+		case 'i': interval_us = strtol(optarg, NULL, 0); break;
+		case 'u': until_file = optarg; break;
 		default: return 2;
 		}
 	}

@@ -25,16 +25,18 @@
  * docs/protocol.md rather than taken from proto.c, so that a decoder that
  * drifts from the document is caught. */
 enum { F_JOB = 1, F_UID = 2, F_NODES = 4, F_GROUPS = 8, F_LEASE = 16,
-       F_TIMEOUT = 32 };
+       F_TIMEOUT = 32, F_GROUP = 64 };
 static const struct {
 	unsigned allowed, required;
 } spec[] = {
 	[IBMC_OP_RESERVE] = { F_JOB | F_UID | F_NODES | F_GROUPS | F_LEASE,
 			      F_JOB | F_NODES },
-	[IBMC_OP_WAIT] = { F_JOB | F_TIMEOUT, F_JOB },
+	[IBMC_OP_WAIT] = { F_JOB | F_GROUP | F_TIMEOUT, F_JOB },
 	[IBMC_OP_RELEASE] = { F_JOB, F_JOB },
 	[IBMC_OP_RENEW] = { F_JOB | F_LEASE, F_JOB },
 	[IBMC_OP_STATUS] = { F_JOB, 0 },
+	[IBMC_OP_PRUNE] = { F_JOB | F_GROUP | F_NODES, F_JOB | F_GROUP },
+	[IBMC_OP_GROW] = { F_JOB | F_GROUP, F_JOB },
 };
 
 /* A decoded request has every field in range, or at its "absent" value,
@@ -43,7 +45,7 @@ static void check_request(const struct ibmc_request *r)
 {
 	unsigned present = 0;
 
-	FUZZ_CHECK(r->op >= IBMC_OP_RESERVE && r->op <= IBMC_OP_STATUS);
+	FUZZ_CHECK(r->op >= IBMC_OP_RESERVE && r->op <= IBMC_OP_GROW);
 	if (r->job) {
 		FUZZ_CHECK(r->job <= IBMC_PROTO_MAX_JOB);
 		present |= F_JOB;
@@ -71,6 +73,10 @@ static void check_request(const struct ibmc_request *r)
 			   r->timeout_ms <= IBMC_PROTO_MAX_WAIT_MS);
 		present |= F_TIMEOUT;
 	}
+	if (r->group != -1) {
+		FUZZ_CHECK(r->group >= 0 && r->group < IBMC_PROTO_MAX_GROUPS);
+		present |= F_GROUP;
+	}
 	FUZZ_CHECK(!(present & ~spec[r->op].allowed));
 	FUZZ_CHECK((present & spec[r->op].required) == spec[r->op].required);
 }
@@ -83,7 +89,7 @@ static bool same_request(const struct ibmc_request *a,
 		return false;
 	return a->op == b->op && a->job == b->job && a->uid == b->uid &&
 	       a->groups == b->groups && a->lease_s == b->lease_s &&
-	       a->timeout_ms == b->timeout_ms;
+	       a->timeout_ms == b->timeout_ms && a->group == b->group;
 }
 
 /* Every refusal becomes one reply line the client can parse, naming the

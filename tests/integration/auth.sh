@@ -24,37 +24,8 @@ NOBODY=$(id -u nobody)
 # users their own copy of ibmcastctl.
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ibmcast-auth.XXXXXX")
 at_exit "rm -rf '$tmp'"
-chmod 755 "$tmp"
-install -m 755 "$top_builddir/tools/ibmcastctl" "$tmp/ibmcastctl"
+install_for_others "$top_builddir/tools/ibmcastctl" "$tmp"
 CTL=$tmp/ibmcastctl
-# Likewise the sanitizer's suppression files of scripts/test --asan: an
-# instrumented ibmcastctl that cannot read them refuses to run at all.
-for v in ASAN_OPTIONS LSAN_OPTIONS; do
-	supp=$(sed -n 's/.*suppressions=\([^:]*\).*/\1/p' <<< "${!v:-}")
-	[ -n "$supp" ] && [ -f "$supp" ] || continue
-	install -m 644 "$supp" "$tmp/$v.supp"
-	export "$v=${!v//$supp/$tmp/$v.supp}"
-done
-
-# as USER CMD...: runs CMD as USER, with no supplementary groups.
-as() {
-	local user=$1 group
-	shift
-	group=$(id -gn "$user")
-	setpriv --reuid="$user" --regid="$group" --clear-groups "$@"
-}
-
-# ctl [as USER] ARGS...: runs ibmcastctl; sets OUT, ERR, RC.
-ctl() {
-	local pre=()
-	if [ "$1" = as ]; then
-		pre=(as "$2")
-		shift 2
-	fi
-	RC=0
-	OUT=$("${pre[@]}" "$CTL" "$@" 2> "$tmp/err") || RC=$?
-	ERR=$(cat "$tmp/err")
-}
 
 # snapshot: what a refused request must not change.
 snapshot() {
@@ -100,7 +71,7 @@ refused_ctl() {
 	local what=$1 code=$2 before
 	shift 2
 	before=$(snapshot)
-	ctl "$@"
+	run_ctl "$@"
 	is "$RC" 2 "$what: exit 2" || diag "stdout: $OUT" "stderr: $ERR"
 	like "$ERR" "^ibmcastctl: [a-z]+: $code: " "$what: $code on stderr"
 	is "$(snapshot)" "$before" "$what: nothing changed"
@@ -124,7 +95,7 @@ sim_up --hosts 16 || bail_out "fabric A did not come up"
 . "$SIM_DIR/env"
 export IBMCAST_SERVER IBMCAST_MUNGE_SOCKET
 
-ctl reserve 1 --nodes 'node[1-8]' --groups 2 --lease 600
+run_ctl reserve 1 --nodes 'node[1-8]' --groups 2 --lease 600
 is "$RC" 0 "root reserves job 1 on the Unix socket" || diag "$ERR"
 
 refused_ctl "nobody: reserve" unauthorized as nobody reserve 2 --nodes 'node[9-12]'
@@ -136,24 +107,24 @@ refused_ctl "nobody: renew" unauthorized as nobody renew 1 --lease 60
 refused_ctl "daemon (not the Slurm user here): reserve" unauthorized \
 	as daemon reserve 2 --nodes 'node[9-12]'
 
-ctl as nobody status
+run_ctl as nobody status
 is "$RC" 0 "nobody may read status" || diag "$ERR"
 like "$OUT" 'job 1: ' "  and sees job 1"
-ctl as nobody wait 1 --timeout-ms 20000
+run_ctl as nobody wait 1 --timeout-ms 20000
 is "$RC" 0 "nobody may wait for job 1" || diag "$ERR"
 like "$OUT" 'state ready' "  and hears it is ready"
 
-ctl renew 1 --lease 900
+run_ctl renew 1 --lease 900
 is "$RC" 0 "root renews job 1" || diag "$ERR"
 is "$("$CTL" --json status 1 | jq -r .jobs[0].lease_s)" 900 "  its lease is 900 s"
 
 # --- TCP ----------------------------------------------------------------
 diag "TCP: $IBMCAST_SERVER_TCP, munged $IBMCAST_MUNGE_SOCKET"
-ctl --server "$IBMCAST_SERVER_TCP" reserve 3 --nodes 'node[9-12]' --groups 2
+run_ctl --server "$IBMCAST_SERVER_TCP" reserve 3 --nodes 'node[9-12]' --groups 2
 is "$RC" 0 "root reserves job 3 over TCP (MUNGE-wrapped)" || diag "$ERR"
-ctl --server "$IBMCAST_SERVER_TCP" wait 3 --timeout-ms 20000
+run_ctl --server "$IBMCAST_SERVER_TCP" wait 3 --timeout-ms 20000
 is "$RC" 0 "root waits for job 3 over TCP" || diag "$ERR"
-ctl --server "$IBMCAST_SERVER_TCP" --json status 3
+run_ctl --server "$IBMCAST_SERVER_TCP" --json status 3
 is "$(jq -r .jobs[0].uid <<< "$OUT")" 0 "job 3's owner is root, from the credential"
 
 refused_tcp "a plain request over TCP" unauthorized 'MUNGE credential' \
@@ -167,10 +138,10 @@ c=$(cred '{"op":"reserve","job":4,"nodes":"node[13-16]","groups":1}')
 r=$(tcp_send "$(wrap "$c")")
 is "$(error_of "$r")/$(jq -r .created <<< "$r")" "ok/true" \
 	"a root credential reserves job 4 over TCP" || diag "$r"
-ctl release 4
+run_ctl release 4
 is "$RC" 0 "release job 4"
 refused_tcp "the same credential replayed" unauthorized '[Rr]eplayed' "$(wrap "$c")"
-ctl status 4
+run_ctl status 4
 is "$RC" 2 "job 4 stays released"
 
 c=$(cred '{"op":"status"}')
@@ -219,12 +190,12 @@ refused_ctl "nobody's ibmcastctl over TCP: reserve" unauthorized \
 	as nobody --server "$IBMCAST_SERVER_TCP" reserve 5 --nodes 'node[13-16]'
 refused_ctl "nobody's ibmcastctl over TCP: renew" unauthorized \
 	as nobody --server "$IBMCAST_SERVER_TCP" renew 3
-ctl as nobody --server "$IBMCAST_SERVER_TCP" wait 3 --timeout-ms 5000
+run_ctl as nobody --server "$IBMCAST_SERVER_TCP" wait 3 --timeout-ms 5000
 is "$RC" 0 "nobody's ibmcastctl over TCP may wait" || diag "$ERR"
 
-ctl --server "$IBMCAST_SERVER_TCP" release 3
+run_ctl --server "$IBMCAST_SERVER_TCP" release 3
 is "$RC" 0 "root releases job 3 over TCP" || diag "$ERR"
-ctl status 3
+run_ctl status 3
 is "$RC" 2 "job 3 is gone"
 
 # --- fabric B: slurm_user=daemon --------------------------------------------
@@ -233,23 +204,23 @@ sim_up --hosts 16 --plugin-opt slurm_user=daemon || bail_out "fabric B did not c
 # shellcheck disable=SC1091
 . "$SIM_DIR/env"
 
-ctl as daemon reserve 7 --nodes 'node[1-4]' --groups 2
+run_ctl as daemon reserve 7 --nodes 'node[1-4]' --groups 2
 is "$RC" 0 "the Slurm user (daemon) reserves on the Unix socket" || diag "$ERR"
-ctl --json status 7
+run_ctl --json status 7
 is "$(jq -r .jobs[0].uid <<< "$OUT")" "$(id -u daemon)" "  and owns the job"
-ctl as daemon reserve 8 --nodes 'node[5-8]' --uid 1234
+run_ctl as daemon reserve 8 --nodes 'node[5-8]' --uid 1234
 is "$RC" 0 "the Slurm user reserves a job for uid 1234" || diag "$ERR"
-ctl --json status 8
+run_ctl --json status 8
 is "$(jq -r .jobs[0].uid <<< "$OUT")" 1234 "  owned by uid 1234"
-ctl as daemon renew 7 --lease 300
+run_ctl as daemon renew 7 --lease 300
 is "$RC" 0 "the Slurm user renews" || diag "$ERR"
-ctl as daemon --server "$IBMCAST_SERVER_TCP" wait 7 --timeout-ms 20000
+run_ctl as daemon --server "$IBMCAST_SERVER_TCP" wait 7 --timeout-ms 20000
 is "$RC" 0 "the Slurm user waits over TCP" || diag "$ERR"
-ctl as daemon --server "$IBMCAST_SERVER_TCP" release 7
+run_ctl as daemon --server "$IBMCAST_SERVER_TCP" release 7
 is "$RC" 0 "the Slurm user releases over TCP" || diag "$ERR"
 refused_ctl "nobody, with a Slurm user set: reserve" unauthorized \
 	as nobody reserve 9 --nodes 'node[9-12]'
 refused_ctl "nobody, with a Slurm user set: release" unauthorized \
 	as nobody release 8
-ctl release 8
+run_ctl release 8
 is "$RC" 0 "root still may release" || diag "$ERR"

@@ -54,9 +54,15 @@ need_file "$BPROG" "tests/mpi/barrier_mpi"
 need_file "$ARPROG" "tests/mpi/allreduce_mpi"
 need_file "$AGPROG" "tests/mpi/allgather_mpi"
 need_file "$SPROG" "tests/mpi/semantics_mpi"
+PPROG=$top_builddir/tests/mpi/progress_mpi
+need_file "$PPROG" "tests/mpi/progress_mpi"
+# Open MPI's build of the shim, when configure made one (the reverse of
+# ompi_coll.sh's mismatch case).
+OSHIM=$top_builddir/libjob/.libs/libibmcast_ompi.so
+need_file "$OSHIM" "libjob/libibmcast_ompi.so (configure --with-openmpi-shim)"
 need_file "$IBMCASTCTL" "tools/ibmcastctl"
 
-plan 52
+plan 59
 
 # Under the sanitizer build: MPICH (UCX) leaks from modules it unloads
 # before exit, which LeakSanitizer cannot name to suppress (a plain
@@ -380,3 +386,65 @@ abort=$(cat "$tmp"/barrier-stall.err.* |
 	grep -m1 '^ibmcast_mpi: rank [0-9]*: MPI_Barrier on 4 ranks over ibmcast failed: .*; aborting')
 ok "$([ -n "$abort" ]; echo $?)" "the shim said which barrier failed and why"
 diag "${abort:-$(cat "$tmp"/barrier-stall.out "$tmp"/barrier-stall.err.* | tail -n 20)}"
+
+# --- a shim built for the other MPI steps aside -----------------------------
+# Open MPI's build of the shim preloaded into this MPICH program: its entry
+# points bind to MPICH's own functions (mpi_shim_abi.h), one line says so.
+# (ompi_coll.sh does the reverse.)
+dp_ctl reset > /dev/null
+rc=0
+mpirun "$tmp/mismatch.out" LD_PRELOAD="$OSHIM" IBMCAST_MPI_VERBOSE=1 || rc=$?
+is "$rc/$(grep -c '^ibmcast_mpi: this shim is built for Open MPI, but the program runs on another MPI (.*libmpich\.so.*): stepping aside' "$tmp/mismatch.out")" \
+	"0/1" "Open MPI's shim in an MPICH program: mpiexec exits 0, one line says it steps aside" ||
+	diag "$(grep -v ' ok$' "$tmp/mismatch.out" | tail -n 20)"
+ok "$(verified "$tmp/mismatch.out"; echo $?)" \
+	"  every rank verified every broadcast, by MPICH's own"
+is "$(dp_total_link_bytes)/$(rx_minus_tx)" "0/0" "  no traffic on the fabric at all"
+
+# --- MPI's progress rule inside a mapped collective -------------------------
+# Rank 0 leaves an 8 MiB MPI_Isend to rank 1 pending and enters each
+# collective; rank 1 receives it first. The shim keeps MPICH's progress
+# engine moving while libibmcast waits (ibmc_set_wait_hook(3)); without
+# that, rank 0 waited for rank 1 until IBMCAST_BCAST_TIMEOUT_MS and the
+# job was aborted.
+dp_ctl reset > /dev/null
+rc=0
+RUN_PROG=$PPROG mpirun "$tmp/progress.out" LD_PRELOAD="$SHIM" \
+	IBMCAST_MPI_VERBOSE=1 IBMCAST_BCAST_TIMEOUT_MS=20000 || rc=$?
+is "$rc/$(grep -cE '^progress_mpi: rank [0-9]+: 12 rounds, 0 errors$' "$tmp/progress.out")" \
+	"0/$NRANKS" "progress_mpi: an MPI_Isend pending across each collective completes, every result right" ||
+	diag "$(grep -v ' ok$' "$tmp/progress.out" | tail -n 20)"
+like "$(grep -c -e ': 3 MPI_Barrier over ibmcast .*, 0 passed to MPI' \
+	-e ': 3 MPI_Bcast over ibmcast .*, 0 passed to MPI' \
+	-e ': 3 MPI_Allreduce over ibmcast .*, 0 passed to MPI' \
+	-e ': 3 MPI_Allgather over ibmcast .*, 0 passed to MPI' "$tmp/progress.out")" '^4$' \
+	"  each of the four collectives went over ibmcast, none passed to MPICH" ||
+	diag "$(grep '^ibmcast_mpi: rank 0' "$tmp/progress.out")"
+
+# --- Fortran ---------------------------------------------------------------
+# MPICH's Fortran bindings (libmpichfort) call the C MPI_* entry points,
+# so the shim takes a Fortran program's collectives with nothing else
+# interposed: bcast_f (use mpi) built with mpifort.mpich, which configure
+# does not require.
+mpifort.mpich -o "$tmp/bcast_f" "$top_srcdir/tests/mpi/bcast_f.f90" \
+	> "$tmp/bcast_f.build" 2>&1 ||
+	bail_out "mpifort.mpich cannot build tests/mpi/bcast_f.f90: $(cat "$tmp/bcast_f.build")"
+# (not built with the sanitizer: under that build its runtime goes first)
+fpreload=$(ldd "$SHIM" | awk '/libasan|libubsan/ { printf "%s:", $3 }')
+dp_ctl reset > /dev/null
+rc=0
+RUN_PROG=$tmp/bcast_f mpirun "$tmp/fortran.out" LD_PRELOAD="$fpreload$SHIM" \
+	IBMCAST_MPI_VERBOSE=1 || rc=$?
+is "$rc/$(grep -cE '^bcast_f: rank [0-9]+: [0-9]+ broadcasts verified, 0 errors$' "$tmp/fortran.out")" \
+	"0/$NRANKS" "Fortran (use mpi) under the shim: mpiexec exits 0, every rank verified every MPI_BCAST" ||
+	diag "$(grep -v ' ok$' "$tmp/fortran.out" | tail -n 20)"
+fb=$(grep '^ibmcast_mpi: rank 0: .* MPI_Bcast over ' "$tmp/fortran.out")
+fr=$(grep '^ibmcast_mpi: rank 0: .* MPI_Allreduce over ' "$tmp/fortran.out")
+diag "$fb"
+ok "$([ "$(sed -n 's/.* over ibmcast (mcast \([0-9]*\),.*/\1/p' <<< "$fb")" -gt 0 ] &&
+      grep -q '), 0 passed to MPI;' <<< "$fb" &&
+      grep -q ': 1 MPI_Allreduce over ibmcast .*, 0 passed to MPI' <<< "$fr" &&
+      [ "$(rx_minus_tx)" -gt 0 ]; echo $?)" \
+	"Fortran: MPI_BCAST over multicast, MPI_ALLREDUCE of an INTEGER by libibmcast, none passed to MPICH" ||
+	diag "$fr"
+

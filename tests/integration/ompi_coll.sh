@@ -46,9 +46,15 @@ need_file "$CPROG" "tests/mpi/comms_ompi"
 need_file "$ARPROG" "tests/mpi/allreduce_ompi"
 need_file "$AGPROG" "tests/mpi/allgather_ompi"
 need_file "$SPROG" "tests/mpi/semantics_ompi"
+PPROG=$top_builddir/tests/mpi/progress_ompi
+need_file "$PPROG" "tests/mpi/progress_ompi"
+OSHIM=$top_builddir/libjob/.libs/libibmcast_ompi.so
+MSHIM=$top_builddir/libjob/.libs/libibmcast_mpi.so
+need_file "$OSHIM" "libjob/libibmcast_ompi.so (configure --with-openmpi-shim)"
+need_file "$MSHIM" "libjob/libibmcast_mpi.so (configure --with-mpi, for MPICH)"
 need_file "$IBMCASTCTL" "tools/ibmcastctl"
 
-plan 45
+plan 53
 
 # Under the sanitizer build: Open MPI leaks from its own components at
 # MPI_Finalize, which LeakSanitizer cannot name to suppress; the ranks keep
@@ -353,3 +359,56 @@ is "$rc/$(grep -c '^coll_ibmcast' "$tmp/none.out")" "0/0" \
 	"no IBMCAST_STATE: mpirun exits 0, the component says nothing"
 ok "$(bverified "$tmp/none.out"; echo $?)" \
 	"no IBMCAST_STATE: every rank verified every broadcast"
+
+# --- the PMPI shim built for Open MPI, instead of the component -------------
+# libibmcast_ompi: the same shim as MPICH's, against Open MPI's mpi.h, for
+# a site that does not want the component (turned off here by --mca coll).
+dp_ctl reset > /dev/null
+rc=0
+MPIRUN_OPTS="--mca coll ^ibmcast" ompirun "$tmp/oshim.out" "$BPROG" -- \
+	LD_PRELOAD="$OSHIM" IBMCAST_MPI_VERBOSE=1 || rc=$?
+is "$rc/$(grep -c '^coll_ibmcast' "$tmp/oshim.out")" "0/0" \
+	"libibmcast_ompi preloaded, the component off: mpirun exits 0, the component says nothing"
+ok "$(bverified "$tmp/oshim.out"; echo $?)" \
+	"libibmcast_ompi: every rank verified every broadcast"
+s=$(grep '^ibmcast_mpi: rank 0: .* MPI_Bcast over ' "$tmp/oshim.out")
+diag "$s"
+ok "$([ "$(sed -n 's/.* over ibmcast (mcast \([0-9]*\),.*/\1/p' <<< "$s")" -gt 100 ] &&
+      grep -q '), 0 passed to MPI;' <<< "$s" && [ "$(rx_minus_tx)" -gt 1000 ]; echo $?)" \
+	"libibmcast_ompi: the shim took every broadcast, over multicast (its summary, the data plane's counters)"
+[ "$rc" = 0 ] || diag "$(grep -v ' ok$' "$tmp/oshim.out" | tail -n 20)"
+
+# --- a shim built for the other MPI steps aside -------------------------------
+# MPICH's shim preloaded into this Open MPI program: its entry points bind
+# to Open MPI's own functions (mpi_shim_abi.h); one line says so. It used
+# to crash in MPI_Init.
+dp_ctl reset > /dev/null
+rc=0
+MPIRUN_OPTS="--mca coll ^ibmcast" ompirun "$tmp/mismatch.out" "$BPROG" -- \
+	LD_PRELOAD="$MSHIM" IBMCAST_MPI_VERBOSE=1 || rc=$?
+is "$rc/$(grep -c '^ibmcast_mpi: this shim is built for MPICH, but the program runs on another MPI (.*libmpi\.so.*): stepping aside' "$tmp/mismatch.out")" \
+	"0/1" "MPICH's shim in an Open MPI program: mpirun exits 0, one line says it steps aside" ||
+	diag "$(grep -v ' ok$' "$tmp/mismatch.out" | tail -n 20)"
+ok "$(bverified "$tmp/mismatch.out"; echo $?)" \
+	"  every rank verified every broadcast, by Open MPI's own"
+is "$(dp_total_link_bytes)/$(rx_minus_tx)" "0/0" "  no traffic on the fabric at all"
+
+# --- MPI's progress rule inside the component's collectives -----------------
+# As in mpi_shim.sh: an 8 MiB MPI_Isend left pending by rank 0 across each
+# collective, received by rank 1 before it enters; the component runs
+# opal_progress while libibmcast waits (ibmc_set_wait_hook(3)).
+dp_ctl reset > /dev/null
+rc=0
+ompirun "$tmp/progress.out" "$PPROG" -- OMPI_MCA_coll_ibmcast_verbose=1 \
+	IBMCAST_BCAST_TIMEOUT_MS=20000 || rc=$?
+is "$rc/$(grep -cE '^progress_mpi: rank [0-9]+: 12 rounds, 0 errors$' "$tmp/progress.out")" \
+	"0/$NRANKS" "progress_ompi: an MPI_Isend pending across each collective completes, every result right" ||
+	diag "$(grep -v ' ok$' "$tmp/progress.out" | tail -n 20)"
+ok "$(for c in MPI_Bcast MPI_Barrier MPI_Allgather MPI_Allreduce; do
+	l=$(summary "$tmp/progress.out" "$c")
+	[ "$(field "$l" "passed to the previous")" = 0 ] &&
+	[ $(( $(field "$l" "over multicast") + $(field "$l" "point-to-point by libibmcast") )) -ge 3 ] || exit 1
+      done; echo $?)" \
+	"  each of the four collectives went through the component, none passed to the previous module" ||
+	diag "$(grep '^coll_ibmcast: rank 0' "$tmp/progress.out")"
+

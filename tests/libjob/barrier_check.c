@@ -86,18 +86,6 @@ static void usage(FILE *f)
 		prog);
 }
 
-static int int_arg(const char *what, const char *s, int lo, int hi)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < lo || v > hi)
-		die("%s: expected %d..%d, not '%s'", what, lo, hi, s);
-	return (int)v;
-}
-
 static void parse_args(int argc, char **argv, struct opts *o)
 {
 	static const struct option lo[] = {
@@ -343,24 +331,8 @@ int main(int argc, char **argv)
 
 	memset(&o, 0, sizeof(o));
 	parse_args(argc, argv, &o);
-	rc = ibmc_bootstrap_default(&bs);
-	if (rc) {
-		fprintf(stderr, "%s: no bootstrap: %s (run me with "
-			"ibmcast-run or srun --mpi=pmi2)\n", prog,
-			ibmc_strerror(rc));
-		return 2;
-	}
-	rc = ibmc_init(&bs, &ctx);
-	if (rc)
-		die("ibmc_init: %s", ibmc_strerror(rc));
-	rc = ibmc_comm_create(ctx, NULL, 0, &comm);
-	if (rc)
-		die("ibmc_comm_create: %s", ibmc_strerror(rc));
-	if (o.algo) {
-		rc = ibmc_comm_set_algo(comm, "barrier", o.algo);
-		if (rc)
-			die("--algo %s: %s", o.algo, ibmc_strerror(rc));
-	}
+	ctx = check_init();
+	comm = check_world(ctx, "barrier", o.algo);
 	p = ibmc_comm_size(comm);
 	rec = calloc((size_t)o.iters * 2, sizeof(*rec));
 	if (!rec)

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -27,6 +28,7 @@
 
 #define MAX_SIZES 64
 #define MAX_COMMS 16
+#define MAX_ROOTS 4096
 
 struct opts {
 	size_t sizes[MAX_SIZES];
@@ -96,7 +98,6 @@ static void parse_args(int argc, char **argv, struct opts *o)
 	};
 	static const char *defsizes[] = { "1", "2", "100", "4095", "4096",
 					  "4097", "65536", "1M" };
-	char *list, *tok, *save;
 	int c;
 
 	o->ncomms = 1;
@@ -109,18 +110,8 @@ static void parse_args(int argc, char **argv, struct opts *o)
 				NULL)) != -1) {
 		switch (c) {
 		case 's':
-			o->nsizes = 0;
-			list = strdup(optarg);
-			for (tok = strtok_r(list, ",", &save); tok;
-			     tok = strtok_r(NULL, ",", &save)) {
-				if (o->nsizes == MAX_SIZES ||
-				    parse_size(tok, &o->sizes[o->nsizes]))
-					die("--sizes: bad size '%s'", tok);
-				o->nsizes++;
-			}
-			free(list);
-			if (!o->nsizes)
-				die("--sizes: empty list");
+			o->nsizes = size_list_arg("--sizes", optarg, o->sizes,
+						  MAX_SIZES);
 			break;
 		case 'r':
 			free(o->roots);
@@ -128,21 +119,14 @@ static void parse_args(int argc, char **argv, struct opts *o)
 			o->nroots = 0;
 			if (!strcmp(optarg, "all"))
 				break;
-			list = strdup(optarg);
-			for (tok = strtok_r(list, ",", &save); tok;
-			     tok = strtok_r(NULL, ",", &save)) {
-				o->roots = realloc(o->roots, (size_t)(o->nroots + 1) *
-							     sizeof(int));
-				if (!o->roots)
-					die("out of memory");
-				o->roots[o->nroots++] = atoi(tok);
-			}
-			free(list);
+			o->roots = malloc(MAX_ROOTS * sizeof(int));
+			if (!o->roots)
+				die("out of memory");
+			o->nroots = int_list_arg("--roots", optarg, o->roots,
+						  MAX_ROOTS, 0, INT_MAX);
 			break;
 		case 'c':
-			o->ncomms = atoi(optarg);
-			if (o->ncomms < 1 || o->ncomms > MAX_COMMS)
-				die("--comms: 1..%d", MAX_COMMS);
+			o->ncomms = int_arg("--comms", optarg, 1, MAX_COMMS);
 			break;
 		case 'H':
 			o->halves = true;
@@ -151,9 +135,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 			o->algo = optarg;
 			break;
 		case 'n':
-			o->reps = atoi(optarg);
-			if (o->reps < 1)
-				die("--reps: a positive number");
+			o->reps = int_arg("--reps", optarg, 1, INT_MAX);
 			break;
 		case 'e':
 			if (strcmp(optarg, "mcast") && strcmp(optarg, "p2p"))
@@ -445,17 +427,8 @@ int main(int argc, char **argv)
 
 	memset(&o, 0, sizeof(o));
 	parse_args(argc, argv, &o);
-	rc = ibmc_bootstrap_default(&bs);
-	if (rc) {
-		fprintf(stderr, "%s: no bootstrap: %s (run me with "
-			"ibmcast-run or srun --mpi=pmi2)\n", prog,
-			ibmc_strerror(rc));
-		return 2;
-	}
-	rc = ibmc_init(&bs, &ctx);
+	ctx = check_init();
 	the_ctx = ctx;
-	if (rc)
-		die("ibmc_init: %s", ibmc_strerror(rc));
 	n = ibmc_context_size(ctx);
 	t0 = now();
 

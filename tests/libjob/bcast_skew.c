@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -97,35 +98,6 @@ static double rng_uniform(void)
 	       (1.0 / 9007199254740992.0);
 }
 
-static int parse_double(const char *s, double *out)
-{
-	char *end;
-
-	errno = 0;
-	*out = strtod(s, &end);
-	return errno || end == s || *end || *out < 0 ? -1 : 0;
-}
-
-/* A comma-separated list of non-negative numbers; returns how many. */
-static int parse_list(const char *arg, double *v, int max, const char *what)
-{
-	char *list = strdup(arg), *tok, *save;
-	int n = 0;
-
-	if (!list)
-		die("out of memory");
-	for (tok = strtok_r(list, ",", &save); tok;
-	     tok = strtok_r(NULL, ",", &save)) {
-		if (n == max || parse_double(tok, &v[n]))
-			die("%s: bad value '%s'", what, tok);
-		n++;
-	}
-	free(list);
-	if (!n)
-		die("%s: empty list", what);
-	return n;
-}
-
 static void usage(FILE *f)
 {
 	fprintf(f,
@@ -158,7 +130,6 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
-	char *list, *tok, *save;
 	int c, nbase = 0;
 
 	o->sizes[0] = 2;
@@ -173,43 +144,27 @@ static void parse_args(int argc, char **argv, struct opts *o)
 				NULL)) != -1) {
 		switch (c) {
 		case 's':
-			o->nsizes = 0;
-			list = strdup(optarg);
-			if (!list)
-				die("out of memory");
-			for (tok = strtok_r(list, ",", &save); tok;
-			     tok = strtok_r(NULL, ",", &save)) {
-				if (o->nsizes == MAX_SIZES ||
-				    parse_size(tok, &o->sizes[o->nsizes]))
-					die("--sizes: bad size '%s'", tok);
-				o->nsizes++;
-			}
-			free(list);
-			if (!o->nsizes)
-				die("--sizes: empty list");
+			o->nsizes = size_list_arg("--sizes", optarg, o->sizes,
+						  MAX_SIZES);
 			break;
 		case 'x':
-			o->nskews = parse_list(optarg, o->skew_x, MAX_SKEWS,
-					       "--skew-x");
+			o->nskews = double_list_arg("--skew-x", optarg, o->skew_x,
+						    MAX_SKEWS);
 			break;
 		case 'b':
 			o->base_auto = !strcmp(optarg, "auto");
 			if (!o->base_auto)
-				nbase = parse_list(optarg, o->base_us,
-						   MAX_SIZES, "--base-us");
+				nbase = double_list_arg("--base-us", optarg,
+							 o->base_us, MAX_SIZES);
 			break;
 		case 'n':
-			o->iters = atoi(optarg);
-			if (o->iters < 1)
-				die("--iters: a positive number");
+			o->iters = int_arg("--iters", optarg, 1, INT_MAX);
 			break;
 		case 'w':
-			o->warmup = atoi(optarg);
-			if (o->warmup < 0)
-				die("--warmup: 0 or more");
+			o->warmup = int_arg("--warmup", optarg, 0, INT_MAX);
 			break;
 		case 'r':
-			o->root = atoi(optarg);
+			o->root = int_arg("--root", optarg, -1, INT_MAX);
 			break;
 		case 'S':
 			o->seed = strtoull(optarg, NULL, 0);
@@ -383,24 +338,8 @@ int main(int argc, char **argv)
 
 	memset(&o, 0, sizeof(o));
 	parse_args(argc, argv, &o);
-	rc = ibmc_bootstrap_default(&bs);
-	if (rc) {
-		fprintf(stderr, "%s: no bootstrap: %s (run me with "
-			"ibmcast-run or srun --mpi=pmi2)\n", prog,
-			ibmc_strerror(rc));
-		return 2;
-	}
-	rc = ibmc_init(&bs, &ctx);
-	if (rc)
-		die("ibmc_init: %s", ibmc_strerror(rc));
-	rc = ibmc_comm_create(ctx, NULL, 0, &comm);
-	if (rc)
-		die("ibmc_comm_create: %s", ibmc_strerror(rc));
-	if (o.algo) {
-		rc = ibmc_comm_set_algo(comm, "bcast", o.algo);
-		if (rc)
-			die("--algo %s: %s", o.algo, ibmc_strerror(rc));
-	}
+	ctx = check_init();
+	comm = check_world(ctx, "bcast", o.algo);
 	n = ibmc_comm_size(comm);
 	for (si = 0; si < o.nsizes; si++)
 		if (o.sizes[si] > maxlen)

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 #include "tests/libjob/check_util.h"
@@ -21,6 +22,39 @@ void die(const char *fmt, ...)
 	va_end(ap);
 	fputc('\n', stderr);
 	exit(2);
+}
+
+ibmc_context_t *check_init(void)
+{
+	ibmc_context_t *ctx = NULL;
+	int rc = ibmc_bootstrap_default(&bs);
+
+	if (rc) {
+		fprintf(stderr, "%s: no bootstrap: %s (run me with "
+			"ibmcast-run or srun --mpi=pmi2)\n", prog,
+			ibmc_strerror(rc));
+		exit(2);
+	}
+	rc = ibmc_init(&bs, &ctx);
+	if (rc)
+		die("ibmc_init: %s", ibmc_strerror(rc));
+	return ctx;
+}
+
+ibmc_comm_t *check_world(ibmc_context_t *ctx, const char *coll,
+			 const char *algo)
+{
+	ibmc_comm_t *comm = NULL;
+	int rc = ibmc_comm_create(ctx, NULL, 0, &comm);
+
+	if (rc)
+		die("ibmc_comm_create: %s", ibmc_strerror(rc));
+	if (algo) {
+		rc = ibmc_comm_set_algo(comm, coll, algo);
+		if (rc)
+			die("--algo %s: %s", algo, ibmc_strerror(rc));
+	}
+	return comm;
 }
 
 double now(void)
@@ -51,4 +85,86 @@ int parse_size(const char *s, size_t *out)
 		return -1;
 	*out = (size_t)v;
 	return 0;
+}
+
+int int_arg(const char *what, const char *s, int lo, int hi)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < lo || v > hi)
+		die("%s: expected %d..%d, not '%s'", what, lo, hi, s);
+	return (int)v;
+}
+
+/* Calls one(what, token, i) for each token of arg's comma-separated list,
+ * i counting from 0 up to max - 1; returns how many. */
+static int each_token(const char *what, const char *arg, int max,
+		      void (*one)(const char *what, const char *tok, int i,
+				  void *out), void *out)
+{
+	char *list = strdup(arg), *tok, *save;
+	int n = 0;
+
+	if (!list)
+		die("out of memory");
+	for (tok = strtok_r(list, ",", &save); tok;
+	     tok = strtok_r(NULL, ",", &save)) {
+		if (n == max)
+			die("%s: more than %d values", what, max);
+		one(what, tok, n++, out);
+	}
+	free(list);
+	if (!n)
+		die("%s: empty list", what);
+	return n;
+}
+
+static void one_size(const char *what, const char *tok, int i, void *out)
+{
+	if (parse_size(tok, (size_t *)out + i))
+		die("%s: bad size '%s'", what, tok);
+}
+
+int size_list_arg(const char *what, const char *arg, size_t *out, int max)
+{
+	return each_token(what, arg, max, one_size, out);
+}
+
+struct int_range {
+	int *out;
+	int lo, hi;
+};
+
+static void one_int(const char *what, const char *tok, int i, void *arg)
+{
+	struct int_range *r = arg;
+
+	r->out[i] = int_arg(what, tok, r->lo, r->hi);
+}
+
+int int_list_arg(const char *what, const char *arg, int *out, int max,
+		 int lo, int hi)
+{
+	struct int_range r = { out, lo, hi };
+
+	return each_token(what, arg, max, one_int, &r);
+}
+
+static void one_double(const char *what, const char *tok, int i, void *out)
+{
+	double *v = (double *)out + i;
+	char *end;
+
+	errno = 0;
+	*v = strtod(tok, &end);
+	if (errno || end == tok || *end || *v < 0)
+		die("%s: bad value '%s'", what, tok);
+}
+
+int double_list_arg(const char *what, const char *arg, double *out, int max)
+{
+	return each_token(what, arg, max, one_double, out);
 }

@@ -1,8 +1,10 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* check_util.h - what the check programs run under ibmcast-run share
  * (bcast_check, barrier_check, coll_check, bcast_skew): a fatal error
- * naming the program and rank, the monotonic clock, sizes in binary
- * units. Each program defines prog and bs. */
+ * naming the program and rank, the monotonic clock, and their options'
+ * values (numbers, sizes in binary units, comma-separated lists), each
+ * checked with a message naming the option. Each program defines prog
+ * and bs. */
 #ifndef IBMCAST_TESTS_CHECK_UTIL_H
 #define IBMCAST_TESTS_CHECK_UTIL_H
 
@@ -13,6 +15,15 @@
 extern const char *prog;	/* the program's name */
 extern ibmc_bootstrap_t bs;	/* its bootstrap (bs.rank in messages) */
 
+/* Fills bs from the launcher (ibmcast-run, srun --mpi=pmi2) and starts
+ * libibmcast on it; exits 2 saying why when either fails. */
+ibmc_context_t *check_init(void);
+
+/* A communicator of every rank of ctx using algo (NULL: the default) for
+ * collective coll ("bcast", ...); dies saying why on failure. */
+ibmc_comm_t *check_world(ibmc_context_t *ctx, const char *coll,
+			 const char *algo);
+
 /* "PROG: rank R: MESSAGE" on stderr, exit 2. */
 void die(const char *fmt, ...) __attribute__((format(printf, 1, 2),
 					      noreturn));
@@ -22,5 +33,20 @@ double now(void);
 
 /* "4096", "4K", "1M" (binary units, at most 2^32-1): 0, or -1. */
 int parse_size(const char *s, size_t *out);
+
+/* Option what's value s: an integer in lo..hi, or die saying so. */
+int int_arg(const char *what, const char *s, int lo, int hi);
+
+/* Option what's value arg: a comma-separated list of 1..max sizes (as
+ * parse_size) into out; returns how many, or dies saying what is wrong. */
+int size_list_arg(const char *what, const char *arg, size_t *out, int max);
+
+/* The same for integers in lo..hi. */
+int int_list_arg(const char *what, const char *arg, int *out, int max,
+		 int lo, int hi);
+
+/* The same for non-negative numbers ("0.5"). */
+int double_list_arg(const char *what, const char *arg, double *out,
+		    int max);
 
 #endif

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -146,31 +147,15 @@ static void parse_args(int argc, char **argv, struct opts *o)
 			o->algo = optarg;
 			break;
 		case 's':
-			o->nsizes = 0;
 			sized = true;
-			list = strdup(optarg);
-			if (!list)
-				die("out of memory");
-			for (tok = strtok_r(list, ",", &save); tok;
-			     tok = strtok_r(NULL, ",", &save)) {
-				if (o->nsizes == MAX_SIZES ||
-				    parse_size(tok, &o->sizes[o->nsizes]))
-					die("--sizes: bad size '%s'", tok);
-				o->nsizes++;
-			}
-			free(list);
-			if (!o->nsizes)
-				die("--sizes: empty list");
+			o->nsizes = size_list_arg("--sizes", optarg, o->sizes,
+						  MAX_SIZES);
 			break;
 		case 'n':
-			o->reps = atoi(optarg);
-			if (o->reps < 1)
-				die("--reps: a positive number");
+			o->reps = int_arg("--reps", optarg, 1, INT_MAX);
 			break;
 		case 'c':
-			o->ncomms = atoi(optarg);
-			if (o->ncomms < 1 || o->ncomms > MAX_COMMS)
-				die("--comms: 1..%d", MAX_COMMS);
+			o->ncomms = int_arg("--comms", optarg, 1, MAX_COMMS);
 			break;
 		case 'H':
 			o->halves = true;
@@ -696,16 +681,7 @@ int main(int argc, char **argv)
 	memset(&o, 0, sizeof(o));
 	parse_args(argc, argv, &o);
 	coll = o.allreduce ? "allreduce" : "allgather";
-	rc = ibmc_bootstrap_default(&bs);
-	if (rc) {
-		fprintf(stderr, "%s: no bootstrap: %s (run me with "
-			"ibmcast-run or srun --mpi=pmi2)\n", prog,
-			ibmc_strerror(rc));
-		return 2;
-	}
-	rc = ibmc_init(&bs, &ctx);
-	if (rc)
-		die("ibmc_init: %s", ibmc_strerror(rc));
+	ctx = check_init();
 	n = ibmc_context_size(ctx);
 	t0 = now();
 	nops = o.nsizes * o.reps * o.ncases;

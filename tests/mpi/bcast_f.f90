@@ -1,8 +1,10 @@
 ! SPDX-License-Identifier: BSD-3-Clause
 ! bcast_f: a plain Fortran MPI program (use mpi) that broadcasts integer
 ! arrays of several sizes from every root on MPI_COMM_WORLD and a dup,
-! checks every element and calls MPI_BARRIER. ompi_coll.sh builds it with
-! mpifort.openmpi: Fortran calls reach coll/ibmcast inside Open MPI.
+! checks every element, calls MPI_BARRIER and sums the errors with
+! MPI_ALLREDUCE. ompi_coll.sh builds it with mpifort.openmpi (Fortran calls
+! reach coll/ibmcast inside Open MPI), mpi_shim.sh with mpifort.mpich
+! (MPICH's Fortran bindings call the shim's C entry points).
 ! Output: "bcast_f: rank R: N broadcasts verified, E errors"; exit 1 on
 ! errors.
 program bcast_f

@@ -39,6 +39,16 @@ static const struct {
 	  "{\"op\":\"renew\",\"job\":42,\"lease_s\":60}" },
 	{ "{\"op\":\"status\"}", "{\"op\":\"status\"}" },
 	{ "{\"op\":\"status\",\"job\":9}", "{\"op\":\"status\",\"job\":9}" },
+	{ "{\"op\":\"wait\",\"group\":3,\"job\":42}",
+	  "{\"op\":\"wait\",\"job\":42,\"group\":3}" },
+	{ "{\"op\":\"prune\",\"job\":7,\"group\":0,\"nodes\":\"n[1-3]\"}",
+	  "{\"op\":\"prune\",\"job\":7,\"nodes\":\"n[1-3]\",\"group\":0}" },
+	/* No nodes: widen back to the whole job. */
+	{ "{\"op\":\"prune\",\"job\":7,\"group\":1023}",
+	  "{\"op\":\"prune\",\"job\":7,\"group\":1023}" },
+	{ "{\"op\":\"grow\",\"job\":7}", "{\"op\":\"grow\",\"job\":7}" },
+	{ "{\"op\":\"grow\",\"job\":7,\"group\":8}",
+	  "{\"op\":\"grow\",\"job\":7,\"group\":8}" },
 };
 
 /* A bad line and the start of the detail, which names the field. */
@@ -58,7 +68,7 @@ static const struct {
 	{ "{\"job\":1}", "op: missing" },
 	{ "{\"op\":1}", "op: expected a string" },
 	{ "{\"op\":null}", "op: expected a string" },
-	{ "{\"op\":\"prune\",\"job\":1}", "op: unknown operation \"prune\"" },
+	{ "{\"op\":\"shrink\",\"job\":1}", "op: unknown operation \"shrink\"" },
 	{ "{\"op\":\"STATUS\"}", "op: unknown operation" },
 	{ "{\"op\":\"status\",\"verbose\":true}",
 	  "verbose: unknown key for op status" },
@@ -129,6 +139,32 @@ static const struct {
 	{ "{\"op\":\"renew\",\"job\":1,\"lease_s\":-5}", "lease_s:" },
 	{ "{\"op\":\"renew\",\"job\":1,\"uid\":5}",
 	  "uid: unknown key for op renew" },
+	{ "{\"op\":\"wait\",\"job\":1,\"group\":-1}",
+	  "group: expected an integer in 0..1023" },
+	/* prune */
+	{ "{\"op\":\"prune\",\"group\":0}", "job: missing for op prune" },
+	{ "{\"op\":\"prune\",\"job\":1}", "group: missing for op prune" },
+	{ "{\"op\":\"prune\",\"job\":1,\"group\":1024}",
+	  "group: expected an integer in 0..1023" },
+	{ "{\"op\":\"prune\",\"job\":1,\"group\":\"0\"}", "group:" },
+	{ "{\"op\":\"prune\",\"job\":1,\"group\":0,\"nodes\":\"\"}",
+	  "nodes:" },
+	{ "{\"op\":\"prune\",\"job\":1,\"group\":0,\"nodes\":[]}",
+	  "nodes: expected a hostlist string" },
+	{ "{\"op\":\"prune\",\"job\":1,\"group\":0,\"groups\":2}",
+	  "groups: unknown key for op prune" },
+	/* grow */
+	{ "{\"op\":\"grow\"}", "job: missing for op grow" },
+	{ "{\"op\":\"grow\",\"job\":1,\"group\":1.5}", "group:" },
+	{ "{\"op\":\"grow\",\"job\":1,\"nodes\":\"n1\"}",
+	  "nodes: unknown key for op grow" },
+	{ "{\"op\":\"grow\",\"job\":1,\"groups\":2}",
+	  "groups: unknown key for op grow" },
+	/* the others carry no group */
+	{ "{\"op\":\"release\",\"job\":1,\"group\":0}",
+	  "group: unknown key for op release" },
+	{ "{\"op\":\"reserve\",\"job\":1,\"nodes\":\"n1\",\"group\":0}",
+	  "group: unknown key for op reserve" },
 	/* status */
 	{ "{\"op\":\"status\",\"job\":0}", "job:" },
 	{ "{\"op\":\"status\",\"job\":\"all\"}", "job:" },
@@ -210,7 +246,8 @@ static void check_fields(void)
 				 sizeof(detail));
 	tap_ok(!rc && req.op == IBMC_OP_WAIT && req.job == 5 &&
 	       req.uid == -1 && !req.nodes && !req.groups && !req.lease_s &&
-	       req.timeout_ms == -1, "absent fields hold their absent values");
+	       req.timeout_ms == -1 && req.group == -1,
+	       "absent fields hold their absent values");
 	ibmc__request_clear(&req);
 
 	l = "{\"op\":\"reserve\",\"job\":3,\"nodes\":\"n[1-2]\",\"uid\":7,"
@@ -222,6 +259,22 @@ static void check_fields(void)
 	       req.groups == 4 && req.lease_s == 9, "reserve fields decoded");
 	ibmc__request_clear(&req);
 	tap_ok(!req.nodes && req.uid == -1, "clear frees and resets");
+
+	l = "{\"op\":\"prune\",\"job\":3,\"group\":0,\"nodes\":\"n2\"}";
+	rc = ibmc__request_parse(l, strlen(l), &req, &err, detail,
+				 sizeof(detail));
+	tap_ok(!rc && req.op == IBMC_OP_PRUNE && req.job == 3 &&
+	       req.group == 0 && req.nodes && !strcmp(req.nodes, "n2"),
+	       "prune fields decoded (group 0 is a group, not absent)");
+	ibmc__request_clear(&req);
+	tap_ok(req.group == -1, "clear resets group to absent");
+
+	l = "{\"op\":\"grow\",\"job\":3,\"group\":9}";
+	rc = ibmc__request_parse(l, strlen(l), &req, &err, detail,
+				 sizeof(detail));
+	tap_ok(!rc && req.op == IBMC_OP_GROW && req.job == 3 &&
+	       req.group == 9 && !req.nodes, "grow fields decoded");
+	ibmc__request_clear(&req);
 
 	/* Length given explicitly: bytes after it are not part of it. */
 	l = "{\"op\":\"status\"}garbage";
@@ -264,7 +317,8 @@ static void check_names(void)
 		"no_mlid", "quota", "busy", "internal",
 	};
 	static const char *const ops[] = {
-		"reserve", "wait", "release", "renew", "status",
+		"reserve", "wait", "release", "renew", "status", "prune",
+		"grow",
 	};
 	int i, all = 1;
 
@@ -276,12 +330,12 @@ static void check_names(void)
 	tap_ok(all, "error names and codes round trip");
 	tap_is_int(ibmc__err_from_name("nope"), -EINVAL, "unknown error name");
 	all = 1;
-	for (i = 0; i < 5; i++) {
+	for (i = 0; i < 7; i++) {
 		all &= !strcmp(ibmc__op_name((enum ibmc_op)(i + 1)), ops[i]);
 		all &= ibmc__op_from_name(ops[i]) == i + 1;
 	}
 	tap_ok(all, "op names round trip");
-	tap_is_int(ibmc__op_from_name("prune"), -EINVAL, "unknown op name");
+	tap_is_int(ibmc__op_from_name("shrink"), -EINVAL, "unknown op name");
 	tap_is_int(ibmc__op_from_name(NULL), -EINVAL, "NULL op name");
 }
 
@@ -320,7 +374,7 @@ int main(void)
 {
 	size_t i;
 
-	tap_plan((int)(NELEM(valid) + 2 * NELEM(invalid)) + 4 + 2 + 5 + 3);
+	tap_plan((int)(NELEM(valid) + 2 * NELEM(invalid)) + 7 + 2 + 5 + 3);
 	for (i = 0; i < NELEM(valid); i++)
 		check_valid(valid[i].line, valid[i].canon);
 	for (i = 0; i < NELEM(invalid); i++)

@@ -1,0 +1,106 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# MPI programs launched by Slurm itself, as a user runs them: srun
+# --ibmcast --mpi=pmi2 starts an MPICH program with the PMPI shim
+# preloaded, and srun --ibmcast --mpi=pmix an Open MPI program that loads
+# the coll/ibmcast component; 4 nodes, 1 and 2 tasks per node. Nothing but
+# what Slurm exports (the pool, IBMCAST_NODE) reaches the tasks, besides
+# the simulated fabric's socket, which on a cluster is the HCA. Every
+# broadcast is verified on every rank, and the summaries show they went
+# over multicast on the groups Slurm's plugin reserved.
+
+# shellcheck disable=SC1091
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
+# shellcheck disable=SC1091
+. "$top_srcdir/tests/lib-slurm.sh"
+# shellcheck disable=SC1091
+. "$top_srcdir/tests/lib-libjob.sh"
+
+SHIM=$top_builddir/libjob/.libs/libibmcast_mpi.so
+MPROG=$top_builddir/tests/mpi/bcast_mpi
+COMP=$top_builddir/ompi/.libs/mca_coll_ibmcast.so
+OPROG=$top_builddir/tests/mpi/bcast_ompi
+
+slurm_need
+libjob_need
+need_file "$SHIM" "libjob/libibmcast_mpi.so (configure --with-mpi)"
+need_file "$MPROG" "tests/mpi/bcast_mpi"
+need_file "$COMP" "ompi/mca_coll_ibmcast.so (configure --with-openmpi)"
+need_file "$OPROG" "tests/mpi/bcast_ompi"
+need_cmd ompi_info openmpi-bin
+[ -e /usr/lib/x86_64-linux-gnu/slurm-wlm/mpi_pmix.so ] ||
+	[ -n "$(find /usr/lib -name mpi_pmix.so 2> /dev/null | head -n 1)" ] ||
+	bail_out "Slurm's mpi/pmix plugin is missing (Debian package slurm-wlm-basic-plugins)"
+
+plan 10
+
+# Ranks of the sanitizer build: MPICH's and Open MPI's own leaks at exit
+# cannot be named to suppress (as in mpi_shim.sh and ompi_coll.sh).
+rank_asan=${ASAN_OPTIONS-}
+if ldd "$SHIM" 2> /dev/null | grep -q libasan; then
+	rank_asan=${rank_asan:+$rank_asan:}detect_leaks=0
+fi
+
+sim_up --hosts 8 || bail_out "the fabric did not come up"
+# shellcheck disable=SC1091
+. "$SIM_DIR/env"
+slurm_up 4 spank timeout=30 || bail_out "Slurm did not come up"
+tmp=$SLURM_DIR/t
+mkdir -p "$tmp/components"
+# Only the component in the directory Open MPI scans (see ompi_coll.sh).
+ln -s "$(cd "$(dirname "$COMP")" && pwd)/${COMP##*/}" "$tmp/components/"
+ompi_path=$tmp/components:$(ompi_info --path pkglibdir --parsable |
+	sed -n 's/^path:pkglibdir://p')
+
+# launch OUT NTASKS MPI [VAR=VALUE...] -- PROG: srun --ibmcast on 4 nodes
+# with --mpi=MPI, the given environment only; output in OUT.
+launch() {
+	local out=$1 n=$2 mpi=$3 vars=()
+	shift 3
+	while [ "$1" != -- ]; do vars+=("$1"); shift; done
+	shift
+	diag "srun --ibmcast --mpi=$mpi -N4 -n$n ${1##*/}"
+	slurm_cmd env IBMCAST_SIM_DATAPLANE="$IBMCAST_SIM_DATAPLANE" \
+		IBMCAST_BCAST_TIMEOUT_MS=30000 ASAN_OPTIONS="$rank_asan" \
+		"${vars[@]}" timeout 240 \
+		srun --ibmcast --mpi="$mpi" -N4 -n"$n" "$@" > "$out" 2>&1
+}
+verified() {
+	grep -cE '^bcast_mpi: rank [0-9]+: [0-9]+ broadcasts verified, 0 errors$' "$1"
+}
+
+for n in 4 8; do
+	out=$tmp/mpich.$n
+	launch "$out" "$n" pmi2 LD_PRELOAD="$SHIM" IBMCAST_MPI_VERBOSE=1 -- "$MPROG"
+	rc=$?
+	is "$rc/$(verified "$out")" "0/$n" \
+		"MPICH + shim, srun --mpi=pmi2 -n$n: every rank verified every broadcast" ||
+		diag "$(grep -v ' ok$' "$out" | tail -n 20)" "$(slurm_logs | tail -n 20)"
+	s=$(grep '^ibmcast_mpi: rank 0: .* MPI_Bcast over ' "$out")
+	like "$s" "over ibmcast \\(mcast [1-9][0-9]+,.*\\), 0 passed to MPI; 3 communicators \\(0 without multicast\\)" \
+		"  the shim took every broadcast, most over multicast, on the job's pool" ||
+		diag "$s"
+done
+
+# Open MPI's shared-memory transport (btl/vader) would pair ranks of two
+# Slurm nodes, which here are one host, through the session directory of
+# only one of them and crash in MPI_Init with or without our component:
+# point-to-point over TCP, as between real nodes.
+for n in 4 8; do
+	out=$tmp/ompi.$n
+	launch "$out" "$n" pmix OMPI_MCA_mca_base_component_path="$ompi_path" \
+		OMPI_MCA_btl=self,tcp OMPI_MCA_coll_ibmcast_verbose=1 -- "$OPROG"
+	rc=$?
+	is "$rc/$(verified "$out")" "0/$n" \
+		"Open MPI + coll/ibmcast, srun --mpi=pmix -n$n: every rank verified every broadcast" ||
+		diag "$(grep -v ' ok$' "$out" | tail -n 20)" "$(slurm_logs | grep -i -m 10 pmix)"
+	s=$(grep '^coll_ibmcast: rank 0: MPI_Bcast: ' "$out")
+	like "$s" "MPI_Bcast: [1-9][0-9]+ over multicast, .* 0 passed to the previous module" \
+		"  the component took every broadcast, most over multicast" ||
+		diag "$s"
+done
+
+is "$(cat "$tmp"/ompi.? | grep -c '^coll_ibmcast: rank 0: communicators: 3 mapped (0 without multicast)')" 2 \
+	"Open MPI: world, its dup and split mapped, each with a pool group, in both runs"
+ok "$([ "$(dp_total_link_bytes)" -gt $((8 * 1048576)) ]; echo $?)" \
+	"the fabric's links carried the broadcasts ($(dp_total_link_bytes) bytes)"
