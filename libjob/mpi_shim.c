@@ -79,6 +79,7 @@ struct tally {
 
 static struct {
 	int on;			/* context up, communicators are mapped */
+	int threads;		/* MPI_THREAD_MULTIPLE: only world is mapped */
 	int finalized;		/* after ibmc_finalize: attributes are stale */
 	int verbose;		/* 1: summary at finalize, 2: every call */
 	int rank;		/* in MPI_COMM_WORLD */
@@ -226,6 +227,17 @@ static void map_comm(MPI_Comm comm)
 
 	if (!S.on || comm == MPI_COMM_NULL)
 		return;
+	/*
+	 * libibmcast names a communicator by its members and how many with
+	 * those members this rank created before: threads creating such
+	 * communicators at once (MPICH's threads/comm/comm_create_threads)
+	 * create them in different orders on different ranks, whose names
+	 * then differ and whose collectives hang. Under
+	 * MPI_THREAD_MULTIPLE they stay MPI's (every rank has the same
+	 * level, so all decide alike).
+	 */
+	if (S.threads && comm != MPI_COMM_WORLD)
+		return;
 	/* (the same answer on every member: no agreement needed) */
 	if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter)
 		return;
@@ -367,8 +379,10 @@ static int shim_Init_thread(int *argc, char ***argv, int required,
 {
 	int rc = PMPI_Init_thread(argc, argv, required, provided);
 
-	if (rc == MPI_SUCCESS)
+	if (rc == MPI_SUCCESS) {
+		S.threads = *provided == MPI_THREAD_MULTIPLE;
 		shim_start();
+	}
 	return rc;
 }
 IBMC_SHIM_ENTRY(MPI_Init_thread, shim_Init_thread)

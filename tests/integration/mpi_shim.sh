@@ -34,6 +34,7 @@ BPROG=$top_builddir/tests/mpi/barrier_mpi
 ARPROG=$top_builddir/tests/mpi/allreduce_mpi
 AGPROG=$top_builddir/tests/mpi/allgather_mpi
 SPROG=$top_builddir/tests/mpi/semantics_mpi
+TPROG=$top_builddir/tests/mpi/threads_mpi
 BITERS=100	# rounds of barrier_mpi (4 barriers each, on 4 communicators)
 NRANKS=4
 
@@ -54,6 +55,7 @@ need_file "$BPROG" "tests/mpi/barrier_mpi"
 need_file "$ARPROG" "tests/mpi/allreduce_mpi"
 need_file "$AGPROG" "tests/mpi/allgather_mpi"
 need_file "$SPROG" "tests/mpi/semantics_mpi"
+need_file "$TPROG" "tests/mpi/threads_mpi"
 PPROG=$top_builddir/tests/mpi/progress_mpi
 need_file "$PPROG" "tests/mpi/progress_mpi"
 # Open MPI's build of the shim, when configure made one (the reverse of
@@ -62,7 +64,7 @@ OSHIM=$top_builddir/libjob/.libs/libibmcast_ompi.so
 need_file "$OSHIM" "libjob/libibmcast_ompi.so (configure --with-openmpi-shim)"
 need_file "$IBMCASTCTL" "tools/ibmcastctl"
 
-plan 59
+plan 61
 
 # Under the sanitizer build: MPICH (UCX) leaks from modules it unloads
 # before exit, which LeakSanitizer cannot name to suppress (a plain
@@ -286,6 +288,24 @@ RUN_PROG=$SPROG RUN_ARGS=alias mpirun "$tmp/semantics-off.out" \
 	LD_PRELOAD="$SHIM" IBMCAST_MPI=0 || rc=$?
 ok "$([ "$rc" = 0 ] && sverified "$tmp/semantics-off.out"; echo $?)" \
 	"semantics_mpi, IBMCAST_MPI=0: MPICH's own collectives pass the same checks"
+
+# --- MPI_THREAD_MULTIPLE ---------------------------------------------------
+# threads_mpi: threads create communicators of all ranks at once (their
+# order differs from rank to rank) and run barriers and allreduces on
+# them. Only MPI_COMM_WORLD is mapped: those hung when mapped.
+rc=0
+RUN_PROG=$TPROG mpirun "$tmp/threads.out" LD_PRELOAD="$SHIM" \
+	IBMCAST_MPI_VERBOSE=1 || rc=$?
+ok "$([ "$rc" = 0 ] &&
+      [ "$(grep -cE '^threads_mpi: rank [0-9]+: [0-9]+ allreduces verified, 0 errors$' "$tmp/threads.out")" = "$NRANKS" ]; echo $?)" \
+	"threads_mpi (MPI_THREAD_MULTIPLE, communicators created by 4 threads at once): every rank verified every allreduce"
+tsum=$(csum "$tmp/threads.out" MPI_Allreduce)
+diag "$tsum"
+ok "$(grep -q '; 1 communicators (' "$tmp/threads.out" &&
+      [ "$(cfield "$tsum" "MPI_Allreduce over")" = 1 ] &&
+      [ "$(cfield "$tsum" "communicator not mapped")" -gt 0 ]; echo $?)" \
+	"threads_mpi: only MPI_COMM_WORLD was mapped (its allreduce over ibmcast), the threads' communicators stayed MPI's"
+[ "$rc" = 0 ] || diag "$(tail -n 20 "$tmp/threads.out")"
 
 # --- MPI_Barrier -----------------------------------------------------------
 # bverified OUT WORD: every rank printed its verdict with 0 errors
