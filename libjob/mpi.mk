@@ -41,11 +41,18 @@ tests_mpi_allgather_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
 tests_mpi_allgather_mpi_LDADD = $(MPI_LIBS)
 tests_mpi_allreduce_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
 tests_mpi_allreduce_mpi_LDADD = $(MPI_LIBS) -lm
-check_PROGRAMS += tests/mpi/progress_mpi tests/mpi/threads_mpi
-tests_mpi_progress_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
-tests_mpi_progress_mpi_LDADD = $(MPI_LIBS)
+check_PROGRAMS += tests/mpi/semantics_mpi
+tests_mpi_semantics_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
+tests_mpi_semantics_mpi_LDADD = $(MPI_LIBS)
+check_PROGRAMS += tests/mpi/threads_mpi
 tests_mpi_threads_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
 tests_mpi_threads_mpi_LDADD = $(MPI_LIBS) -lpthread
+check_PROGRAMS += tests/mpi/progress_mpi
+tests_mpi_progress_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
+tests_mpi_progress_mpi_LDADD = $(MPI_LIBS)
+check_PROGRAMS += tests/mpi/threads_coll_mpi
+tests_mpi_threads_coll_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
+tests_mpi_threads_coll_mpi_LDADD = $(MPI_LIBS) -lpthread
 if BUILD_OSM_PLUGIN
 TESTS += tests/integration/mpi_shim.sh
 if BUILD_SPANK

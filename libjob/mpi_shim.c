@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -37,7 +38,6 @@ enum pass {
 	PASS_UNMAPPED,		/* communicator has no ibmc communicator */
 	PASS_ARGS,		/* arguments MPI must reject */
 	PASS_SIZE,		/* more than libibmcast takes */
-	PASS_SIGNATURE,		/* send and receive sizes differ */
 	PASS_OP,		/* not a predefined operation */
 	PASS_TYPE,		/* no ibmc_dtype_t for the datatype */
 	PASS_OPTYPE,		/* MPI does not define op on the datatype */
@@ -48,7 +48,6 @@ static const char *const pass_why[PASS_MAX] = {
 	[PASS_UNMAPPED] = "communicator not mapped",
 	[PASS_ARGS] = "invalid arguments",
 	[PASS_SIZE] = "too large",
-	[PASS_SIGNATURE] = "send and receive sizes differ",
 	[PASS_OP] = "user-defined op",
 	[PASS_TYPE] = "datatype not mapped",
 	[PASS_OPTYPE] = "op not defined on the datatype",
@@ -80,6 +79,7 @@ struct tally {
 
 static struct {
 	int on;			/* context up, communicators are mapped */
+	int threads;		/* MPI_THREAD_MULTIPLE: only world is mapped */
 	int finalized;		/* after ibmc_finalize: attributes are stale */
 	int verbose;		/* 1: summary at finalize, 2: every call */
 	int rank;		/* in MPI_COMM_WORLD */
@@ -137,20 +137,30 @@ static void stats_add(ibmc_comm_stats_t *to, const ibmc_comm_stats_t *s)
 	to->pulls += s->pulls;
 }
 
+/* Guards S.live and the freed communicators' counters: under
+ * MPI_THREAD_MULTIPLE threads create and free communicators at once. */
+static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
+
 static int live_add(ibmc_comm_t *ic)
 {
 	ibmc_comm_t **grown;
+	int ok = 1;
 
+	pthread_mutex_lock(&live_lock);
 	if (S.nlive == S.maxlive) {
 		grown = realloc(S.live, sizeof(*S.live) *
 				(size_t)(S.maxlive * 2 + 8));
-		if (!grown)
-			return 0;
-		S.live = grown;
-		S.maxlive = S.maxlive * 2 + 8;
+		if (grown) {
+			S.live = grown;
+			S.maxlive = S.maxlive * 2 + 8;
+		}
 	}
-	S.live[S.nlive++] = ic;
-	return 1;
+	if (S.nlive < S.maxlive)
+		S.live[S.nlive++] = ic;
+	else
+		ok = 0;
+	pthread_mutex_unlock(&live_lock);
+	return ok;
 }
 
 /* Frees an ibmc communicator, keeping its counters for the summary. */
@@ -159,6 +169,7 @@ static void comm_release(ibmc_comm_t *ic)
 	ibmc_comm_stats_t st;
 	int i;
 
+	pthread_mutex_lock(&live_lock);
 	for (i = 0; i < S.nlive; i++)
 		if (S.live[i] == ic) {
 			S.live[i] = S.live[--S.nlive];
@@ -166,6 +177,7 @@ static void comm_release(ibmc_comm_t *ic)
 		}
 	if (!ibmc_comm_get_stats(ic, &st))
 		stats_add(&S.t.freed, &st);
+	pthread_mutex_unlock(&live_lock);
 	ibmc_comm_free(ic);
 }
 
@@ -215,6 +227,17 @@ static void map_comm(MPI_Comm comm)
 
 	if (!S.on || comm == MPI_COMM_NULL)
 		return;
+	/*
+	 * libibmcast names a communicator by its members and how many with
+	 * those members this rank created before: threads creating such
+	 * communicators at once (MPICH's threads/comm/comm_create_threads)
+	 * create them in different orders on different ranks, whose names
+	 * then differ and whose collectives hang. Under
+	 * MPI_THREAD_MULTIPLE they stay MPI's (every rank has the same
+	 * level, so all decide alike).
+	 */
+	if (S.threads && comm != MPI_COMM_WORLD)
+		return;
 	/* (the same answer on every member: no agreement needed) */
 	if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter)
 		return;
@@ -252,9 +275,9 @@ static void map_comm(MPI_Comm comm)
 		     n);
 		return;
 	}
-	S.t.comms++;
+	COUNT(S.t.comms);
 	if (ibmc_comm_mcast_state(ic, &why)) {
-		S.t.comms_p2p++;
+		COUNT(S.t.comms_p2p);
 		if (S.verbose >= 2)
 			say0("communicator of %d ranks without multicast: %s",
 			     n, why ? why : "?");
@@ -356,8 +379,10 @@ static int shim_Init_thread(int *argc, char ***argv, int required,
 {
 	int rc = PMPI_Init_thread(argc, argv, required, provided);
 
-	if (rc == MPI_SUCCESS)
+	if (rc == MPI_SUCCESS) {
+		S.threads = *provided == MPI_THREAD_MULTIPLE;
 		shim_start();
+	}
 	return rc;
 }
 IBMC_SHIM_ENTRY(MPI_Init_thread, shim_Init_thread)
@@ -425,6 +450,98 @@ static int shim_Comm_create_group(MPI_Comm comm, MPI_Group group, int tag,
 }
 IBMC_SHIM_ENTRY(MPI_Comm_create_group, shim_Comm_create_group)
 
+/*
+ * Topologies and merged intercommunicators: each call is collective over
+ * the old communicator and every member of the new one returns from it,
+ * so the new one is mapped like a split's. (MPI_Comm_idup's communicator
+ * is not usable before its request completes, in another call: it stays
+ * MPI's.)
+ */
+static int shim_Cart_create(MPI_Comm comm, int ndims, const int dims[],
+			    const int periods[], int reorder,
+			    MPI_Comm *newcomm)
+{
+	int rc = PMPI_Cart_create(comm, ndims, dims, periods, reorder,
+				  newcomm);
+
+	if (rc == MPI_SUCCESS)
+		map_comm(*newcomm);
+	return rc;
+}
+IBMC_SHIM_ENTRY(MPI_Cart_create, shim_Cart_create)
+
+static int shim_Cart_sub(MPI_Comm comm, const int remain_dims[],
+			 MPI_Comm *newcomm)
+{
+	int rc = PMPI_Cart_sub(comm, remain_dims, newcomm);
+
+	if (rc == MPI_SUCCESS)
+		map_comm(*newcomm);
+	return rc;
+}
+IBMC_SHIM_ENTRY(MPI_Cart_sub, shim_Cart_sub)
+
+static int shim_Graph_create(MPI_Comm comm, int nnodes, const int indx[],
+			     const int edges[], int reorder,
+			     MPI_Comm *newcomm)
+{
+	int rc = PMPI_Graph_create(comm, nnodes, indx, edges, reorder,
+				   newcomm);
+
+	if (rc == MPI_SUCCESS)
+		map_comm(*newcomm);
+	return rc;
+}
+IBMC_SHIM_ENTRY(MPI_Graph_create, shim_Graph_create)
+
+static int shim_Dist_graph_create_adjacent(MPI_Comm comm, int indegree,
+					   const int sources[],
+					   const int sourceweights[],
+					   int outdegree,
+					   const int destinations[],
+					   const int destweights[],
+					   MPI_Info info, int reorder,
+					   MPI_Comm *newcomm)
+{
+	int rc = PMPI_Dist_graph_create_adjacent(comm, indegree, sources,
+						 sourceweights, outdegree,
+						 destinations, destweights,
+						 info, reorder, newcomm);
+
+	if (rc == MPI_SUCCESS)
+		map_comm(*newcomm);
+	return rc;
+}
+IBMC_SHIM_ENTRY(MPI_Dist_graph_create_adjacent,
+		shim_Dist_graph_create_adjacent)
+
+static int shim_Dist_graph_create(MPI_Comm comm, int n,
+				  const int sources[], const int degrees[],
+				  const int destinations[],
+				  const int weights[], MPI_Info info,
+				  int reorder, MPI_Comm *newcomm)
+{
+	int rc = PMPI_Dist_graph_create(comm, n, sources, degrees,
+					destinations, weights, info, reorder,
+					newcomm);
+
+	if (rc == MPI_SUCCESS)
+		map_comm(*newcomm);
+	return rc;
+}
+IBMC_SHIM_ENTRY(MPI_Dist_graph_create, shim_Dist_graph_create)
+
+static int shim_Intercomm_merge(MPI_Comm intercomm, int high,
+				MPI_Comm *newcomm)
+{
+	int rc = PMPI_Intercomm_merge(intercomm, high, newcomm);
+
+	if (rc == MPI_SUCCESS)
+		map_comm(*newcomm);
+	return rc;
+}
+IBMC_SHIM_ENTRY(MPI_Intercomm_merge, shim_Intercomm_merge)
+
 /* (MPI_Comm_free needs no wrapper: the attribute's delete callback frees
  * the ibmc communicator when MPI frees the communicator.) */
 
@@ -441,9 +558,57 @@ static void count_algo(const char *algo)
 		COUNT(S.t.other);
 }
 
+/* Derived types nest no deeper than this before in_order gives up (and
+ * the data is packed, which is always right). */
+#define ORDER_DEPTH 8
+
 /*
- * The bytes of count elements of type are contiguous from buf + true_lb
- * when the type has no holes and its elements follow each other.
+ * Whether type's type map lists its bytes in memory order. Having no
+ * holes is not enough: an indexed type with its blocks in reverse, or a
+ * vector of negative stride, covers its bytes without a gap but in
+ * another order, and MPI moves data in type-map order (the type
+ * signature), which is what a rank with plain MPI_INT receives. Only
+ * what is in order by construction counts: predefined types, and dups,
+ * contiguous runs and resizings of types in order whose elements do not
+ * step back; anything else is packed.
+ */
+static int in_order(MPI_Datatype type, int depth)
+{
+	int ni, na, nd, comb, ints[1], ok = 0;
+	MPI_Aint aints[2], xlb, extent, tlb, textent;
+	MPI_Datatype inner;
+
+	if (PMPI_Type_get_envelope(type, &ni, &na, &nd, &comb) !=
+	    MPI_SUCCESS)
+		return 0;
+	if (comb == MPI_COMBINER_NAMED)
+		return 1;
+	if (depth >= ORDER_DEPTH || nd != 1 || ni > 1 || na > 2 ||
+	    (comb != MPI_COMBINER_DUP && comb != MPI_COMBINER_CONTIGUOUS &&
+	     comb != MPI_COMBINER_RESIZED) ||
+	    PMPI_Type_get_contents(type, ni, na, nd, ints, aints, &inner) !=
+		    MPI_SUCCESS)
+		return 0;
+	/* (a contiguous run steps forward by the inner type's extent: in
+	 * order if that is at least the inner type's true extent) */
+	ok = in_order(inner, depth + 1) &&
+	     (comb != MPI_COMBINER_CONTIGUOUS || ints[0] <= 1 ||
+	      (PMPI_Type_get_extent(inner, &xlb, &extent) == MPI_SUCCESS &&
+	       PMPI_Type_get_true_extent(inner, &tlb, &textent) ==
+		       MPI_SUCCESS &&
+	       extent > 0 && extent >= textent));
+	/* get_contents hands out a new handle for a derived inner type */
+	if (PMPI_Type_get_envelope(inner, &ni, &na, &nd, &comb) ==
+		    MPI_SUCCESS &&
+	    comb != MPI_COMBINER_NAMED)
+		PMPI_Type_free(&inner);
+	return ok;
+}
+
+/*
+ * The bytes of count elements of type are contiguous from buf + true_lb,
+ * in type-map order, when the type has no holes, lists its bytes in
+ * memory order, and its elements follow each other.
  */
 static int contiguous(MPI_Datatype type, int count, MPI_Aint *lb)
 {
@@ -455,7 +620,64 @@ static int contiguous(MPI_Datatype type, int count, MPI_Aint *lb)
 	    PMPI_Type_get_extent(type, &xlb, &extent) != MPI_SUCCESS)
 		return 0;
 	*lb = tlb;
-	return (MPI_Aint)size == textent && (count <= 1 || extent == textent);
+	return (MPI_Aint)size == textent &&
+	       (count <= 1 || extent == textent) && in_order(type, 0);
+}
+
+/*
+ * Packs (dir 1) count elements of type at buf into the len bytes at tmp,
+ * or unpacks (dir 0) them, by this rank's own type map; 0 or -EPROTO
+ * (this MPI's pack has a header, or failed). MPICH's pack refuses a null
+ * buffer, which MPI_BOTTOM is: data at absolute addresses is described
+ * to it as one element of a struct type placed relative to tmp instead.
+ */
+static int convert(int dir, void *buf, int count, MPI_Datatype type,
+		   void *tmp, size_t len, MPI_Comm comm)
+{
+	MPI_Datatype shifted = MPI_DATATYPE_NULL;
+	MPI_Aint base;
+	int pos = 0, rc;
+
+	if (buf == MPI_BOTTOM && count > 0) {
+		if (PMPI_Get_address(tmp, &base) != MPI_SUCCESS)
+			return -EPROTO;
+		base = -base;
+		if (PMPI_Type_create_struct(1, &count, &base, &type,
+					    &shifted) != MPI_SUCCESS ||
+		    PMPI_Type_commit(&shifted) != MPI_SUCCESS) {
+			if (shifted != MPI_DATATYPE_NULL)
+				PMPI_Type_free(&shifted);
+			return -EPROTO;
+		}
+		buf = tmp;
+		count = 1;
+		type = shifted;
+	}
+	if (dir)
+		rc = PMPI_Pack(buf, count, type, tmp, (int)len, &pos, comm);
+	else
+		rc = PMPI_Unpack(tmp, (int)len, &pos, buf, count, type, comm);
+	if (shifted != MPI_DATATYPE_NULL)
+		PMPI_Type_free(&shifted);
+	return rc == MPI_SUCCESS && (size_t)pos == len ? 0 : -EPROTO;
+}
+
+/*
+ * Members passed lengths that disagree, which libibmcast saw (or this
+ * rank's own send and receive sizes differ): an erroneous program, which
+ * MPI reports as MPI_ERR_TRUNCATE through the communicator's error
+ * handler, so a program with MPI_ERRORS_RETURN goes on as it would on
+ * MPI's own collectives. Nothing is left for MPI's collective to redo:
+ * every member called this one, and those that saw no error have all
+ * their data.
+ */
+static int mismatch(MPI_Comm comm, const char *what)
+{
+	if (S.verbose >= 2)
+		say0("%s: the members' lengths disagree: MPI_ERR_TRUNCATE",
+		     what);
+	PMPI_Comm_call_errhandler(comm, MPI_ERR_TRUNCATE);
+	return MPI_ERR_TRUNCATE;
 }
 
 static void bcast_failed(MPI_Comm comm, int rank, int root, size_t len,
@@ -482,7 +704,7 @@ static int shim_Bcast(void *buf, int count, MPI_Datatype type, int root,
 	MPI_Aint lb = 0;
 	size_t len;
 	void *tmp = NULL;
-	int size, n, me, pos = 0, rc;
+	int size, n, me, rc;
 
 	if (!ic || count < 0 || PMPI_Type_size(type, &size) != MPI_SUCCESS ||
 	    PMPI_Comm_size(comm, &n) != MPI_SUCCESS || root < 0 ||
@@ -499,17 +721,11 @@ static int shim_Bcast(void *buf, int count, MPI_Datatype type, int root,
 			goto fail;
 		}
 		if (me == root &&
-		    (PMPI_Pack(buf, count, type, tmp, (int)len, &pos, comm) !=
-			     MPI_SUCCESS ||
-		     (size_t)pos != len)) {
-			rc = -EPROTO;	/* this MPI's pack has a header */
+		    (rc = convert(1, buf, count, type, tmp, len, comm)))
 			goto fail;
-		}
 		rc = ibmc_bcast(ic, tmp, len, root);
-		if (!rc && me != root &&
-		    PMPI_Unpack(tmp, (int)len, &pos, buf, count, type, comm) !=
-			    MPI_SUCCESS)
-			rc = -EPROTO;
+		if (!rc && me != root)
+			rc = convert(0, buf, count, type, tmp, len, comm);
 		COUNT(S.t.packed);
 	}
 	if (rc)
@@ -522,6 +738,8 @@ static int shim_Bcast(void *buf, int count, MPI_Datatype type, int root,
 	return MPI_SUCCESS;
 fail:
 	free(tmp);
+	if (rc == -EMSGSIZE)
+		return mismatch(comm, "MPI_Bcast");
 	bcast_failed(comm, me, root, len, rc);
 	return MPI_ERR_OTHER;
 pass:
@@ -628,20 +846,38 @@ static void coll_failed(const char *what, MPI_Comm comm, size_t len, int rc)
 	PMPI_Abort(comm, 70);
 }
 
-/* Packs (dir 1) count elements of type at buf into the len bytes at tmp,
- * or unpacks (dir 0) them; 0 or -EPROTO (this MPI's pack has a header). */
-static int convert(int dir, void *buf, int count, MPI_Datatype type,
-		   void *tmp, size_t len, MPI_Comm comm)
+/*
+ * The bytes count elements of type at buf may touch, [*lo, *hi), as
+ * addresses; 0 when MPI cannot tell.
+ */
+static int span(const void *buf, int count, MPI_Datatype type,
+		MPI_Aint *lo, MPI_Aint *hi)
 {
-	int pos = 0;
+	MPI_Aint base, tlb, textent, xlb, extent;
 
-	if (dir)
-		return PMPI_Pack(buf, count, type, tmp, (int)len, &pos,
-				 comm) == MPI_SUCCESS && (size_t)pos == len ?
-			       0 : -EPROTO;
-	return PMPI_Unpack(tmp, (int)len, &pos, buf, count, type, comm) ==
-			       MPI_SUCCESS && (size_t)pos == len ?
-		       0 : -EPROTO;
+	if (PMPI_Get_address(buf, &base) != MPI_SUCCESS ||
+	    PMPI_Type_get_true_extent(type, &tlb, &textent) != MPI_SUCCESS ||
+	    PMPI_Type_get_extent(type, &xlb, &extent) != MPI_SUCCESS)
+		return 0;
+	*lo = base + tlb + (extent < 0 ? (count - 1) * extent : 0);
+	*hi = base + tlb + textent + (extent > 0 ? (count - 1) * extent : 0);
+	return 1;
+}
+
+/*
+ * A send buffer that overlaps the receive buffer (other than by
+ * MPI_IN_PLACE) is an erroneous program that MPI itself reports
+ * (MPI_ERR_BUFFER): such calls go to MPI's own collective.
+ */
+static int aliased(const void *sbuf, int scount, MPI_Datatype stype,
+		   const void *rbuf, int rcount, MPI_Datatype rtype)
+{
+	MPI_Aint slo, shi, rlo, rhi;
+
+	return sbuf != MPI_IN_PLACE && scount > 0 && rcount > 0 &&
+	       span(sbuf, scount, stype, &slo, &shi) &&
+	       span(rbuf, rcount, rtype, &rlo, &rhi) && slo < rhi &&
+	       rlo < shi;
 }
 
 /*
@@ -684,11 +920,17 @@ static int shim_Allgather(const void *sendbuf, int sendcount,
 		goto pass;
 	}
 	total = blocklen * (size_t)n;
-	if (!inplace &&
-	    (sendcount < 0 ||
-	     PMPI_Type_size(sendtype, &ssize) != MPI_SUCCESS ||
-	     (uint64_t)sendcount * (uint64_t)ssize != blocklen)) {
-		why = PASS_SIGNATURE;
+	if (!inplace && (sendcount < 0 ||
+			 PMPI_Type_size(sendtype, &ssize) != MPI_SUCCESS)) {
+		why = PASS_ARGS;
+		goto pass;
+	}
+	/* (not passed through: the other members are in libibmcast's) */
+	if (!inplace && (uint64_t)sendcount * (uint64_t)ssize != blocklen)
+		return mismatch(comm, "MPI_Allgather");
+	if (blocklen && aliased(sendbuf, sendcount, sendtype, recvbuf,
+				recvcount * n, recvtype)) {
+		why = PASS_ARGS;
 		goto pass;
 	}
 	PMPI_Comm_rank(comm, &me);
@@ -739,6 +981,8 @@ static int shim_Allgather(const void *sendbuf, int sendcount,
 	return MPI_SUCCESS;
 fail:
 	free(tmp);
+	if (rc == -EMSGSIZE)
+		return mismatch(comm, "MPI_Allgather");
 	coll_failed("MPI_Allgather", comm, blocklen, rc);
 	return MPI_ERR_OTHER;
 pass:
@@ -823,7 +1067,8 @@ static int shim_Allreduce(const void *sendbuf, void *recvbuf, int count,
 		why = PASS_OPTYPE;
 		goto pass;
 	}
-	if (count < 0) {
+	if (count < 0 ||
+	    aliased(sendbuf, count, type, recvbuf, count, type)) {
 		why = PASS_ARGS;
 		goto pass;
 	}
@@ -834,6 +1079,8 @@ static int shim_Allreduce(const void *sendbuf, void *recvbuf, int count,
 	rc = ibmc_allreduce(ic, sendbuf == MPI_IN_PLACE ? IBMC_IN_PLACE :
 							  sendbuf,
 			    recvbuf, (size_t)count, dt, iop);
+	if (rc == -EMSGSIZE)
+		return mismatch(comm, "MPI_Allreduce");
 	if (rc) {
 		coll_failed("MPI_Allreduce", comm, (size_t)count * esize, rc);
 		return MPI_ERR_OTHER;

@@ -27,7 +27,6 @@ enum ibmcast_pass {
 	IBMCAST_PASS_UNMAPPED,	/* communicator has no ibmc communicator */
 	IBMCAST_PASS_SIZE,	/* message larger than libibmcast takes */
 	IBMCAST_PASS_NONBLOCKING, /* MPI_Ibcast / MPI_Ibarrier */
-	IBMCAST_PASS_SIGNATURE,	/* allgather: send and receive sizes differ */
 	IBMCAST_PASS_OP,	/* allreduce: a user-defined operation */
 	IBMCAST_PASS_TYPE,	/* allreduce: no ibmc_dtype_t for the type */
 	IBMCAST_PASS_OPTYPE,	/* allreduce: op not defined on the type */

@@ -164,7 +164,6 @@ static void csummary(const char *what, const struct ibmcast_tally *t,
 		[IBMCAST_PASS_UNMAPPED] = "communicator not mapped",
 		[IBMCAST_PASS_SIZE] = "too large",
 		[IBMCAST_PASS_NONBLOCKING] = "non-blocking",
-		[IBMCAST_PASS_SIGNATURE] = "send and receive sizes differ",
 		[IBMCAST_PASS_OP] = "user-defined op",
 		[IBMCAST_PASS_TYPE] = "datatype not mapped",
 		[IBMCAST_PASS_OPTYPE] = "op not defined on the datatype",
@@ -186,8 +185,8 @@ static void csummary(const char *what, const struct ibmcast_tally *t,
 
 static void summary(void)
 {
-	static const int ag_why[] = { IBMCAST_PASS_UNMAPPED, IBMCAST_PASS_SIZE,
-				      IBMCAST_PASS_SIGNATURE };
+	static const int ag_why[] = { IBMCAST_PASS_UNMAPPED,
+				      IBMCAST_PASS_SIZE };
 	static const int ar_why[] = { IBMCAST_PASS_UNMAPPED, IBMCAST_PASS_SIZE,
 				      IBMCAST_PASS_OP, IBMCAST_PASS_TYPE,
 				      IBMCAST_PASS_OPTYPE };

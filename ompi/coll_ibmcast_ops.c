@@ -59,11 +59,16 @@ static int convert(int pack, void *buf, int count,
 /*
  * A failed ibmc collective may have completed on other members, so the
  * previous module cannot redo it: report it through the communicator's
- * error handler (MPI_ERRORS_ARE_FATAL by default), saying why.
+ * error handler (MPI_ERRORS_ARE_FATAL by default), saying why. Lengths
+ * that disagree between members (an erroneous program) are
+ * MPI_ERR_TRUNCATE, as MPI reports them, without a line of ours: a
+ * program with MPI_ERRORS_RETURN goes on.
  */
 static int failed(const char *what, struct ompi_communicator_t *comm,
 		  int rc)
 {
+	if (rc == -EMSGSIZE)
+		return MPI_ERR_TRUNCATE;
 	mca_coll_ibmcast_say("%s on communicator %s (cid %d, %d ranks) over ibmcast failed: %s; it cannot be redone by the previous module (--mca coll_ibmcast_enable 0 runs without ibmcast)",
 		what, comm->c_name, (int)comm->c_contextid,
 		ompi_comm_size(comm), ibmc_strerror(rc));
@@ -185,8 +190,11 @@ int mca_coll_ibmcast_allgather(const void *sbuf, int scount,
 	n = ompi_comm_size(comm);
 	me = ompi_comm_rank(comm);
 	ompi_datatype_type_size(rdtype, &rsize);
+	/* (rcount * n elements go to the convertor and the contiguity
+	 * check as an int) */
 	if (rcount < 0 ||
-	    (uint64_t)rcount * rsize * (uint64_t)n > UINT32_MAX) {
+	    (uint64_t)rcount * rsize * (uint64_t)n > UINT32_MAX ||
+	    (uint64_t)rcount * (uint64_t)n > INT_MAX) {
 		IBMCAST_COUNT(C.allgather.pass[IBMCAST_PASS_SIZE]);
 		goto pass;
 	}
@@ -194,10 +202,9 @@ int mca_coll_ibmcast_allgather(const void *sbuf, int scount,
 	total = blocklen * (size_t)n;
 	if (!inplace) {
 		ompi_datatype_type_size(sdtype, &ssize);
-		if (scount < 0 || (uint64_t)scount * ssize != blocklen) {
-			IBMCAST_COUNT(C.allgather.pass[IBMCAST_PASS_SIGNATURE]);
-			goto pass;
-		}
+		/* (not passed: the other members are in libibmcast's) */
+		if (scount < 0 || (uint64_t)scount * ssize != blocklen)
+			return failed("MPI_Allgather", comm, -EMSGSIZE);
 	}
 	if (!blocklen) {
 		rc = ibmc_allgather(m->ic, IBMC_IN_PLACE, rbuf, 0);

@@ -19,7 +19,8 @@ dist_man_MANS += man/mca_coll_ibmcast.7
 # builds them; ompi_coll.sh runs them under mpirun.openmpi with the
 # component and without.
 check_PROGRAMS += tests/mpi/bcast_ompi tests/mpi/barrier_ompi \
-	tests/mpi/comms_ompi tests/mpi/allgather_ompi tests/mpi/allreduce_ompi
+	tests/mpi/comms_ompi tests/mpi/allgather_ompi tests/mpi/allreduce_ompi \
+	tests/mpi/semantics_ompi
 tests_mpi_bcast_ompi_SOURCES = tests/mpi/bcast_mpi.c
 tests_mpi_bcast_ompi_CPPFLAGS = $(AM_CPPFLAGS) $(OMPI_MPI_CFLAGS)
 tests_mpi_bcast_ompi_LDADD = $(OMPI_MPI_LIBS)
@@ -35,6 +36,9 @@ tests_mpi_allgather_ompi_LDADD = $(OMPI_MPI_LIBS)
 tests_mpi_allreduce_ompi_SOURCES = tests/mpi/allreduce_mpi.c
 tests_mpi_allreduce_ompi_CPPFLAGS = $(AM_CPPFLAGS) $(OMPI_MPI_CFLAGS)
 tests_mpi_allreduce_ompi_LDADD = $(OMPI_MPI_LIBS) -lm
+tests_mpi_semantics_ompi_SOURCES = tests/mpi/semantics_mpi.c
+tests_mpi_semantics_ompi_CPPFLAGS = $(AM_CPPFLAGS) $(OMPI_MPI_CFLAGS)
+tests_mpi_semantics_ompi_LDADD = $(OMPI_MPI_LIBS)
 check_PROGRAMS += tests/mpi/progress_ompi
 tests_mpi_progress_ompi_SOURCES = tests/mpi/progress_mpi.c
 tests_mpi_progress_ompi_CPPFLAGS = $(AM_CPPFLAGS) $(OMPI_MPI_CFLAGS)

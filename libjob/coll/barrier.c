@@ -8,12 +8,16 @@
  * of each candidate (n-way for n = 1 .. min(8, P-1), and the multicast
  * release when the communicator may multicast); rank 0's medians decide
  * and a broadcast shares the decision, which every member caches in its
- * context for that size and node layout. Measuring there, not at
+ * context for that size and node layout. Whether a communicator measures
+ * is rank 0's cache's answer, broadcast first: members' caches differ
+ * (each holds the layouts of the communicators that rank was in), and a
+ * member new to a layout must not measure while the others run a cached
+ * barrier. Measuring there, not at
  * communicator creation, keeps creation free of traffic (no join, no test,
  * no wait) and costs nothing to communicators that never call a barrier;
  * IBMCAST_BARRIER_MEASURE=create measures at creation instead. A
- * non-blocking barrier never measures: it uses what was measured, or
- * the 1-way dissemination.
+ * non-blocking barrier never measures nor looks at the cache: it uses
+ * what was decided on its communicator, or the 1-way dissemination.
  */
 #include "config.h"
 
@@ -227,13 +231,42 @@ out:
 	return rc;
 }
 
+/*
+ * Auto's choice for c, the same on every member (collective, lock held):
+ * rank 0 broadcasts the choice its cache holds for c's layout, or 0 (no
+ * choice encodes as 0: n >= 1), and then all measure together.
+ */
+static int decide(struct ibmc_comm *c)
+{
+	struct ibmc__inner_mark mark;
+	struct ibmc_request req = { 0 };
+	uint32_t cached = 0;
+	int rc;
+
+	if (c->rank == 0 && cache_find(c))
+		cached = (uint32_t)(c->bar_algo << 8 | c->bar_n);
+	c->bar_algo = c->bar_n = 0;
+	ibmc__inner_begin(c, &mark);
+	rc = ibmc__bcast_start(c, &cached, sizeof(cached), 0, &req);
+	if (!rc)
+		rc = ibmc__wait(&req);
+	ibmc__inner_end(c, &mark, true);
+	if (rc)
+		return rc;
+	if (!cached)
+		return measure(c);
+	c->bar_algo = (int)(cached >> 8);
+	c->bar_n = clamp_n(c, (int)(cached & 0xff));
+	if (c->bar_algo != IBMC__BA_NWAY && c->bar_algo != IBMC__BA_MCAST)
+		c->bar_algo = IBMC__BA_NWAY;
+	return 0;
+}
+
 /* At communicator creation, with IBMCAST_BARRIER_MEASURE=create; lock
  * held. */
 int ibmc__barrier_measure_now(struct ibmc_comm *c)
 {
-	if (needs_measuring(c) && !cache_find(c))
-		return measure(c);
-	return 0;
+	return needs_measuring(c) ? decide(c) : 0;
 }
 
 int ibmc_barrier(ibmc_comm_t *c)
@@ -243,8 +276,8 @@ int ibmc_barrier(ibmc_comm_t *c)
 	if (!c)
 		return -EINVAL;
 	pthread_mutex_lock(&c->ctx->lock);
-	if (needs_measuring(c) && !cache_find(c))
-		rc = measure(c);
+	if (needs_measuring(c))
+		rc = decide(c);
 	if (!rc) {
 		resolve(c, &algo, &n);
 		rc = run(c, algo, n);
@@ -265,8 +298,6 @@ int ibmc_ibarrier(ibmc_comm_t *c, ibmc_request_t **out)
 		return -ENOMEM;
 	req->heap = 1;
 	pthread_mutex_lock(&c->ctx->lock);
-	if (needs_measuring(c))
-		cache_find(c);
 	resolve(c, &algo, &n);
 	rc = start(c, algo, n, req);
 	pthread_mutex_unlock(&c->ctx->lock);

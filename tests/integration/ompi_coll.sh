@@ -29,6 +29,7 @@ RPROG=$top_builddir/tests/mpi/barrier_ompi
 CPROG=$top_builddir/tests/mpi/comms_ompi
 ARPROG=$top_builddir/tests/mpi/allreduce_ompi
 AGPROG=$top_builddir/tests/mpi/allgather_ompi
+SPROG=$top_builddir/tests/mpi/semantics_ompi
 CITERS=400	# rounds of comms_mpi: 3 communicators created and freed each
 NRANKS=4
 
@@ -44,6 +45,7 @@ need_file "$RPROG" "tests/mpi/barrier_ompi"
 need_file "$CPROG" "tests/mpi/comms_ompi"
 need_file "$ARPROG" "tests/mpi/allreduce_ompi"
 need_file "$AGPROG" "tests/mpi/allgather_ompi"
+need_file "$SPROG" "tests/mpi/semantics_ompi"
 PPROG=$top_builddir/tests/mpi/progress_ompi
 need_file "$PPROG" "tests/mpi/progress_ompi"
 OSHIM=$top_builddir/libjob/.libs/libibmcast_ompi.so
@@ -52,7 +54,7 @@ need_file "$OSHIM" "libjob/libibmcast_ompi.so (configure --with-openmpi-shim)"
 need_file "$MSHIM" "libjob/libibmcast_mpi.so (configure --with-mpi, for MPICH)"
 need_file "$IBMCASTCTL" "tools/ibmcastctl"
 
-plan 51
+plan 53
 
 # Under the sanitizer build: Open MPI leaks from its own components at
 # MPI_Finalize, which LeakSanitizer cannot name to suppress; the ranks keep
@@ -273,6 +275,30 @@ ok "$([ $((agmc + $(field "$agsum" "point-to-point"))) -ge "$ag_all" ] &&
 ok "$([ "$(field "$agsum" "packed")" -gt 0 ] && [ "${agmc:-0}" -gt 0 ]; echo $?)" \
 	"allgather_ompi: the strided types were packed by Open MPI's convertor; world's went by multicast (IBMCAST_ALLGATHER_ALGO=mcast)"
 [ "$rc" = 0 ] || diag "$(grep -v -e ' ok$' "$tmp/allgather.out" | tail -n 30)"
+
+# --- type signatures, MPI_BOTTOM, count 0 ----------------------------------
+# semantics_ompi: permuted and negative-stride types against plain MPI_INT,
+# an absolute-address type at MPI_BOTTOM, calls of count 0 with no buffers,
+# on world, a dup, a Cartesian and a merged communicator; a broadcast of
+# mismatched lengths on world under MPI_ERRORS_RETURN (an error, then the
+# communicator works).
+dp_ctl reset > /dev/null
+rc=0
+ompirun "$tmp/semantics.out" "$SPROG" -- OMPI_MCA_coll_ibmcast_verbose=1 ||
+	rc=$?
+ok "$([ "$rc" = 0 ] &&
+      [ "$(grep -cE '^semantics_mpi: rank [0-9]+: [0-9]+ cases verified, 0 errors$' "$tmp/semantics.out")" = "$NRANKS" ] &&
+      ! grep -q 'FAIL$' "$tmp/semantics.out"; echo $?)" \
+	"semantics_ompi: every case verified (bytes in type-map order, MPI_BOTTOM, count 0)"
+ssum=$(summary "$tmp/semantics.out" MPI_Bcast)
+diag "$ssum"
+# (Open MPI's own communicator constructors run MPI_Ibcast: counted
+# non-blocking, not the program's)
+ok "$([ "$(field "$ssum" "over multicast")" -gt 0 ] &&
+      [ "$(field "$ssum" "packed")" -gt 0 ] &&
+      grep -q '(0 communicator not mapped, 0 over 4 GiB, ' <<< "$ssum"; echo $?)" \
+	"semantics_ompi: its broadcasts went over multicast, those of permuted types packed, none passed to the previous module"
+[ "$rc" = 0 ] || diag "$(grep -v ' ok$' "$tmp/semantics.out" | tail -n 30)"
 
 # --- Fortran ---------------------------------------------------------------
 # Fortran's MPI_BCAST reaches the component inside Open MPI, nothing

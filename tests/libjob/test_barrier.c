@@ -276,6 +276,39 @@ static int mismatch(ibmc_context_t *ctx, int rank, void *arg)
 	return 0;
 }
 
+/*
+ * Auto's cache differs from rank to rank (each holds the layouts of the
+ * communicators it was in): ranks 0-2 decide a 3-rank layout on one
+ * communicator, then 0, 1 and 3, new to that layout, share another of
+ * the same layout. All must run the same barrier (rank 0's cache
+ * decides); rank 3 measuring while the others ran the cached choice
+ * hung until the timeout.
+ */
+static int cache_history(ibmc_context_t *ctx, int rank, void *arg)
+{
+	static const int first[] = { 0, 1, 2 }, second[] = { 0, 1, 3 };
+	ibmc_comm_t *c = NULL;
+	int i, rc = 0;
+
+	(void)arg;
+	if (rank != 3) {
+		rc = ibmc_comm_create(ctx, first, 3, &c);
+		for (i = 0; !rc && i < 3; i++)
+			rc = ibmc_barrier(c);
+		if (c)
+			ibmc_comm_free(c);
+		c = NULL;
+	}
+	if (!rc && rank != 2) {
+		rc = ibmc_comm_create(ctx, second, 3, &c);
+		for (i = 0; !rc && i < 3; i++)
+			rc = ibmc_barrier(c);
+		if (c)
+			ibmc_comm_free(c);
+	}
+	return rc;
+}
+
 int main(void)
 {
 	static const int sizes[] = { 2, 3, 5, 8, 13 };
@@ -306,6 +339,9 @@ int main(void)
 	setenv("IBMCAST_BARRIER_MEASURE", "create", 1);
 	one(7, "auto", 60, 0);
 	unsetenv("IBMCAST_BARRIER_MEASURE");
+	lbjob_env(3, 2048);
+	fails = lbjob_run(4, cache_history, NULL);
+	tap_ok(!fails, "auto on a layout some members decided before and one never saw: all run rank 0's choice (%d ranks failed)", fails);
 
 	lbjob_env(3, 2048);
 	fails = lbjob_run(6, mixed, NULL);
