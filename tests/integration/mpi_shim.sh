@@ -291,6 +291,192 @@ RUN_PROG=$SPROG RUN_ARGS=alias mpirun "$tmp/semantics-off.out" \
 ok "$([ "$rc" = 0 ] && sverified "$tmp/semantics-off.out"; echo $?)" \
 	"semantics_mpi, IBMCAST_MPI=0: MPICH's own collectives pass the same checks"
 
+# --- MPI_THREAD_MULTIPLE ---------------------------------------------------
+# threads_mpi: threads create communicators of all ranks at once (their
+# order differs from rank to rank) and run barriers and allreduces on
+# them. Only MPI_COMM_WORLD is mapped: those hung when mapped.
+rc=0
+RUN_PROG=$TPROG mpirun "$tmp/threads.out" LD_PRELOAD="$SHIM" \
+	IBMCAST_MPI_VERBOSE=1 || rc=$?
+ok "$([ "$rc" = 0 ] &&
+      [ "$(grep -cE '^threads_mpi: rank [0-9]+: [0-9]+ allreduces verified, 0 errors$' "$tmp/threads.out")" = "$NRANKS" ]; echo $?)" \
+	"threads_mpi (MPI_THREAD_MULTIPLE, communicators created by 4 threads at once): every rank verified every allreduce"
+tsum=$(csum "$tmp/threads.out" MPI_Allreduce)
+diag "$tsum"
+ok "$(grep -q '; 1 communicators (' "$tmp/threads.out" &&
+      [ "$(cfield "$tsum" "MPI_Allreduce over")" = 1 ] &&
+      [ "$(cfield "$tsum" "communicator not mapped")" -gt 0 ]; echo $?)" \
+	"threads_mpi: only MPI_COMM_WORLD was mapped (its allreduce over ibmcast), the threads' communicators stayed MPI's"
+[ "$rc" = 0 ] || diag "$(tail -n 20 "$tmp/threads.out")"
+
+# --- MPI_Barrier -----------------------------------------------------------
+# bverified OUT WORD: every rank printed its verdict with 0 errors
+# (WORD: verified; skipped for the control without barriers), no
+# communicator's check failed.
+bverified() {
+	[ "$(grep -cE "^barrier_mpi: rank [0-9]+: [0-9]+ barriers $2 \([0-9]+ on an intercommunicator\), 0 errors\$" "$1")" = "$NRANKS" ] &&
+		! grep -q 'FAIL$' "$1" && grep -q '^comm ' "$1"
+}
+
+# barrier_counts OUT: rank 0's barriers on its mapped communicators and on
+# the intercommunicator, from its verdict: "MAPPED INTER".
+barrier_counts() {
+	sed -n 's/^barrier_mpi: rank 0: \([0-9]*\) barriers [a-z]* (\([0-9]*\) on an.*/\1 \2/p' "$1"
+}
+
+# bsummary OUT: the shim's barrier line of rank 0.
+bsummary() {
+	grep '^ibmcast_mpi: rank 0: .* MPI_Barrier over ' "$1"
+}
+
+# barrier_run NAME [VAR=VALUE...]: barrier_mpi through the shim; checks
+# exit status, verdicts, and that rank 0's barriers went through
+# libibmcast except those on the intercommunicator. Sets bsum.
+barrier_run() {
+	local name=$1 out=$tmp/barrier-$1.out rc=0 counts all inter shim passed
+	shift
+	dp_ctl reset > /dev/null
+	RUN_PROG=$BPROG RUN_ARGS=$BITERS mpirun "$out" LD_PRELOAD="$SHIM" \
+		IBMCAST_MPI_VERBOSE=1 "$@" || rc=$?
+	is "$rc" 0 "barrier_mpi ($name): mpiexec exits 0"
+	ok "$(bverified "$out" verified; echo $?)" \
+		"barrier_mpi ($name): no rank left a barrier before all entered (world, dup, split, solo, intercomm)"
+	grep '^comm ' "$out" | sed 's/^/# /'
+	bsum=$(bsummary "$out")
+	diag "$bsum"
+	counts=$(barrier_counts "$out")
+	all=${counts% *}
+	inter=${counts#* }
+	shim=$(sed -n 's/.*: \([0-9]*\) MPI_Barrier over ibmcast.*/\1/p' <<< "$bsum")
+	passed=$(sed -n 's/.*), \([0-9]*\) passed to MPI;.*/\1/p' <<< "$bsum")
+	is "${shim:-none}/${passed:-none}" "$((all - inter))/$inter" \
+		"barrier_mpi ($name): rank 0's barriers over ibmcast / passed to MPI (only the intercommunicator's)"
+	like "$bsum" " barriers=$((all - inter)) " \
+		"barrier_mpi ($name): libibmcast's own counters saw as many barriers"
+	if [ "$rc" != 0 ] || ! bverified "$out" verified; then
+		diag "$(grep -v ' ok$' "$out" | tail -n 30)"
+	fi
+}
+
+barrier_run auto
+diag "auto chose: $(sed -n 's/.*over ibmcast (\([^)]*\)).*/\1/p' <<< "$bsum")"
+
+barrier_run mcast IBMCAST_BARRIER_ALGO=mcast
+mcast=$(sed -n 's/.*MPI_Barrier over ibmcast (mcast \([0-9]*\),.*/\1/p' <<< "$bsum")
+shim=$(sed -n 's/.*: \([0-9]*\) MPI_Barrier over ibmcast.*/\1/p' <<< "$bsum")
+ok "$([ "${mcast:-0}" -gt 0 ] && [ "$mcast" = "$shim" ]; echo $?)" \
+	"IBMCAST_BARRIER_ALGO=mcast: all ${mcast:-no} of rank 0's barriers over ibmcast were released by multicast"
+extra=$(rx_minus_tx)
+ok "$([ "${extra:-0}" -gt 0 ]; echo $?)" \
+	"IBMCAST_BARRIER_ALGO=mcast: the data plane replicated multicast ($extra more packets delivered than sent)"
+
+barrier_run nway:2 IBMCAST_BARRIER_ALGO=nway:2
+nway=$(sed -n 's/.*nway \([0-9]*\),.*/\1/p' <<< "$bsum")
+shim=$(sed -n 's/.*: \([0-9]*\) MPI_Barrier over ibmcast.*/\1/p' <<< "$bsum")
+ok "$([ "${nway:-0}" -gt 0 ] && [ "$nway" = "$shim" ]; echo $?)" \
+	"IBMCAST_BARRIER_ALGO=nway:2: all ${nway:-no} of rank 0's barriers over ibmcast went by point-to-point dissemination"
+
+# The check itself: it passes MPICH's own barrier and fails a program that
+# leaves the barriers out.
+dp_ctl reset > /dev/null
+rc=0
+RUN_PROG=$BPROG RUN_ARGS=$BITERS mpirun "$tmp/barrier-off.out" \
+	LD_PRELOAD="$SHIM" IBMCAST_MPI=0 || rc=$?
+is "$rc" 0 "barrier_mpi, IBMCAST_MPI=0: mpiexec exits 0"
+ok "$(bverified "$tmp/barrier-off.out" verified; echo $?)" \
+	"barrier_mpi, IBMCAST_MPI=0: MPICH's own barriers pass the check"
+is "$(dp_total_link_bytes)/$(grep -c '^ibmcast' "$tmp/barrier-off.out")" \
+	"0/0" "barrier_mpi, IBMCAST_MPI=0: no fabric traffic, the shim says nothing"
+rc=0
+RUN_PROG=$BPROG RUN_ARGS=$BITERS mpirun "$tmp/barrier-skip.out" \
+	LD_PRELOAD="$SHIM" IBMCAST_MPI=0 BARRIER_MPI_SKIP=1 || rc=$?
+violations=$(grep -c '^comm .* FAIL$' "$tmp/barrier-skip.out")
+ok "$([ "$rc" != 0 ] && [ "$violations" -gt 0 ]; echo $?)" \
+	"without barriers the check fails (mpiexec exits $rc; $violations communicators with violations)"
+
+# A rank that enters a barrier long after libibmcast's timeout: the others'
+# ibmc_barrier fails, and the shim aborts rather than return from a barrier
+# that was not kept.
+dp_ctl reset > /dev/null
+rc=0
+RUN_PROG=$BPROG RUN_ARGS=1 RUN_STDERR=$tmp/barrier-stall.err \
+	mpirun "$tmp/barrier-stall.out" LD_PRELOAD="$SHIM" \
+	IBMCAST_BCAST_TIMEOUT_MS=500 BARRIER_MPI_STALL_MS=3000 || rc=$?
+ok "$([ "$rc" = 70 ] && ! grep -q '^barrier_mpi: rank' "$tmp/barrier-stall.out"; echo $?)" \
+	"a barrier timing out in libibmcast: the job aborts with the shim's status 70 (mpiexec exits $rc), no rank goes on"
+abort=$(cat "$tmp"/barrier-stall.err.* |
+	grep -m1 '^ibmcast_mpi: rank [0-9]*: MPI_Barrier on 4 ranks over ibmcast failed: .*; aborting')
+ok "$([ -n "$abort" ]; echo $?)" "the shim said which barrier failed and why"
+diag "${abort:-$(cat "$tmp"/barrier-stall.out "$tmp"/barrier-stall.err.* | tail -n 20)}"
+
+# --- a shim built for the other MPI steps aside -----------------------------
+# Open MPI's build of the shim preloaded into this MPICH program: its entry
+# points bind to MPICH's own functions (mpi_shim_abi.h), one line says so.
+# (ompi_coll.sh does the reverse.)
+dp_ctl reset > /dev/null
+rc=0
+mpirun "$tmp/mismatch.out" LD_PRELOAD="$OSHIM" IBMCAST_MPI_VERBOSE=1 || rc=$?
+is "$rc/$(grep -c '^ibmcast_mpi: this shim is built for Open MPI, but the program runs on another MPI (.*libmpich\.so.*): stepping aside' "$tmp/mismatch.out")" \
+	"0/1" "Open MPI's shim in an MPICH program: mpiexec exits 0, one line says it steps aside" ||
+	diag "$(grep -v ' ok$' "$tmp/mismatch.out" | tail -n 20)"
+ok "$(verified "$tmp/mismatch.out"; echo $?)" \
+	"  every rank verified every broadcast, by MPICH's own"
+is "$(dp_total_link_bytes)/$(rx_minus_tx)" "0/0" "  no traffic on the fabric at all"
+
+# all_taken OUT N: rank 0's summary says N calls of each of the four
+# collectives went over ibmcast and none was passed to MPICH.
+all_taken() {
+	local c
+	for c in MPI_Bcast MPI_Barrier MPI_Allreduce MPI_Allgather; do
+		grep -q "^ibmcast_mpi: rank 0: $2 $c over ibmcast .*, 0 passed to MPI" "$1" ||
+			return 1
+	done
+}
+
+# --- MPI's progress rule inside a mapped collective -------------------------
+# Rank 0 leaves an 8 MiB MPI_Isend to rank 1 pending and enters each
+# collective; rank 1 receives it first. The shim keeps MPICH's progress
+# engine moving while libibmcast waits (ibmc_set_wait_hook(3)); without
+# that, rank 0 waited for rank 1 until IBMCAST_BCAST_TIMEOUT_MS and the
+# job was aborted.
+dp_ctl reset > /dev/null
+rc=0
+RUN_PROG=$PPROG mpirun "$tmp/progress.out" LD_PRELOAD="$SHIM" \
+	IBMCAST_MPI_VERBOSE=1 IBMCAST_BCAST_TIMEOUT_MS=20000 || rc=$?
+is "$rc/$(grep -cE '^progress_mpi: rank [0-9]+: 12 rounds, 0 errors$' "$tmp/progress.out")" \
+	"0/$NRANKS" "progress_mpi: an MPI_Isend pending across each collective completes, every result right" ||
+	diag "$(grep -v ' ok$' "$tmp/progress.out" | tail -n 20)"
+ok "$(all_taken "$tmp/progress.out" 3; echo $?)" \
+	"  each of the four collectives went over ibmcast, none passed to MPICH" ||
+	diag "$(grep '^ibmcast_mpi: rank 0' "$tmp/progress.out")"
+
+# --- Fortran ---------------------------------------------------------------
+# MPICH's Fortran bindings (libmpichfort) call the C MPI_* entry points,
+# so the shim takes a Fortran program's collectives with nothing else
+# interposed: bcast_f (use mpi) built with mpifort.mpich, which configure
+# does not require.
+mpifort.mpich -o "$tmp/bcast_f" "$top_srcdir/tests/mpi/bcast_f.f90" \
+	> "$tmp/bcast_f.build" 2>&1 ||
+	bail_out "mpifort.mpich cannot build tests/mpi/bcast_f.f90: $(cat "$tmp/bcast_f.build")"
+# (not built with the sanitizer: under that build its runtime goes first)
+fpreload=$(ldd "$SHIM" | awk '/libasan|libubsan/ { printf "%s:", $3 }')
+dp_ctl reset > /dev/null
+rc=0
+RUN_PROG=$tmp/bcast_f mpirun "$tmp/fortran.out" LD_PRELOAD="$fpreload$SHIM" \
+	IBMCAST_MPI_VERBOSE=1 || rc=$?
+is "$rc/$(grep -cE '^bcast_f: rank [0-9]+: [0-9]+ broadcasts verified, 0 errors$' "$tmp/fortran.out")" \
+	"0/$NRANKS" "Fortran (use mpi) under the shim: mpiexec exits 0, every rank verified every MPI_BCAST" ||
+	diag "$(grep -v ' ok$' "$tmp/fortran.out" | tail -n 20)"
+fb=$(grep '^ibmcast_mpi: rank 0: .* MPI_Bcast over ' "$tmp/fortran.out")
+fr=$(grep '^ibmcast_mpi: rank 0: .* MPI_Allreduce over ' "$tmp/fortran.out")
+diag "$fb"
+ok "$([ "$(sed -n 's/.* over ibmcast (mcast \([0-9]*\),.*/\1/p' <<< "$fb")" -gt 0 ] &&
+      grep -q '), 0 passed to MPI;' <<< "$fb" &&
+      grep -q ': 1 MPI_Allreduce over ibmcast .*, 0 passed to MPI' <<< "$fr" &&
+      [ "$(rx_minus_tx)" -gt 0 ]; echo $?)" \
+	"Fortran: MPI_BCAST over multicast, MPI_ALLREDUCE of an INTEGER by libibmcast, none passed to MPICH" ||
+	diag "$fr"
+
 # --- MPI_THREAD_MULTIPLE: collectives from several threads at once --------
 # 4 threads per rank, each with its own duplicate of MPI_COMM_WORLD (made
 # by the main thread), run broadcasts, allreduces, allgathers and barriers
@@ -310,3 +496,4 @@ ok "$(for c in MPI_Bcast MPI_Barrier MPI_Allreduce MPI_Allgather; do
       done; echo $?)" \
 	"  the duplicates stayed MPICH's: every call passed to MPI" ||
 	diag "$(grep '^ibmcast_mpi: rank 0' "$tmp/threads_coll.out")"
+
