@@ -11,6 +11,7 @@
 
 #include <limits.h>
 #include <stddef.h>
+#include <string.h>
 
 #include "ibmcast/ibmcast.h"
 
@@ -127,6 +128,13 @@ static inline int ibmc__mpi_dtype(int kind, int ibmc, size_t esize,
 	case 8: return (int)ints[u][3];
 	}
 	return -1;
+}
+
+/* Whether libibmcast algorithm name multicasts ("mcast", "shm_mcast"):
+ * what the shim's and the component's summaries count as multicast. */
+static inline int ibmc__mpi_algo_mcast(const char *name)
+{
+	return name && strstr(name, "mcast") != NULL;
 }
 
 /* MPI's rules (and libibmcast's): arithmetic on numbers, logical and

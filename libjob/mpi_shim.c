@@ -548,7 +548,7 @@ IBMC_SHIM_ENTRY(MPI_Intercomm_merge, shim_Intercomm_merge)
 static void count_algo(const char *algo)
 {
 	COUNT(S.t.shim);
-	if (!strcmp(algo, "mcast"))
+	if (ibmc__mpi_algo_mcast(algo))
 		COUNT(S.t.mcast);
 	else if (!strcmp(algo, "binomial"))
 		COUNT(S.t.binomial);
@@ -788,7 +788,7 @@ static int shim_Barrier(MPI_Comm comm)
 	}
 	/* (named with its n when it has one: "nway:3") */
 	algo = ibmc_comm_last_algo(ic, "barrier");
-	if (!strcmp(algo, "mcast"))
+	if (ibmc__mpi_algo_mcast(algo))
 		COUNT(S.t.bar_mcast);
 	else if (!strncmp(algo, "nway", 4) && (!algo[4] || algo[4] == ':'))
 		COUNT(S.t.bar_nway);
@@ -813,7 +813,7 @@ IBMC_SHIM_ENTRY(MPI_Barrier, shim_Barrier)
 static void count_coll(struct ctally *t, ibmc_comm_t *ic, const char *coll,
 		       int packed)
 {
-	if (!strcmp(ibmc_comm_last_algo(ic, coll), "mcast"))
+	if (ibmc__mpi_algo_mcast(ibmc_comm_last_algo(ic, coll)))
 		COUNT(t->mcast);
 	else
 		COUNT(t->p2p);

@@ -126,7 +126,7 @@ int mca_coll_ibmcast_bcast(void *buf, int count,
 	}
 	if (rc)
 		return failed("MPI_Bcast", comm, rc);
-	if (!strcmp(ibmc_comm_last_bcast_algo(m->ic), "mcast"))
+	if (ibmc__mpi_algo_mcast(ibmc_comm_last_bcast_algo(m->ic)))
 		IBMCAST_COUNT(C.bcast.mcast);
 	else
 		IBMCAST_COUNT(C.bcast.p2p);
@@ -153,7 +153,7 @@ int mca_coll_ibmcast_barrier(struct ompi_communicator_t *comm,
 	rc = ibmc_barrier(m->ic);
 	if (rc)
 		return failed("MPI_Barrier", comm, rc);
-	if (!strcmp(ibmc_comm_last_algo(m->ic, "barrier"), "mcast"))
+	if (ibmc__mpi_algo_mcast(ibmc_comm_last_algo(m->ic, "barrier")))
 		IBMCAST_COUNT(C.barrier.mcast);
 	else
 		IBMCAST_COUNT(C.barrier.p2p);
@@ -252,7 +252,7 @@ int mca_coll_ibmcast_allgather(const void *sbuf, int scount,
 		return failed("MPI_Allgather", comm, rc);
 	if (packed)
 		IBMCAST_COUNT(C.allgather.packed);
-	if (!strcmp(ibmc_comm_last_algo(m->ic, "allgather"), "mcast"))
+	if (ibmc__mpi_algo_mcast(ibmc_comm_last_algo(m->ic, "allgather")))
 		IBMCAST_COUNT(C.allgather.mcast);
 	else
 		IBMCAST_COUNT(C.allgather.p2p);
@@ -352,7 +352,7 @@ int mca_coll_ibmcast_allreduce(const void *sbuf, void *rbuf, int count,
 			    rbuf, (size_t)count, dt, iop);
 	if (rc)
 		return failed("MPI_Allreduce", comm, rc);
-	if (!strcmp(ibmc_comm_last_algo(m->ic, "allreduce"), "mcast"))
+	if (ibmc__mpi_algo_mcast(ibmc_comm_last_algo(m->ic, "allreduce")))
 		IBMCAST_COUNT(C.allreduce.mcast);
 	else
 		IBMCAST_COUNT(C.allreduce.p2p);
