@@ -79,8 +79,15 @@ read -r mgid2 mlid qkey <<< "$(group 21)"
 is "$mgid2" "$mgid" "reserved again: the same MGID"
 is "$(round ready "$mgid" "$mlid" "$qkey")" "2 2 2 0 0" \
 	"ready: exactly node2..node4 (the job's other nodes) get both packets"
+# The daemon tracks an MLID while an endpoint uses it: one attached for
+# the look.
+dp_recv_bg "$tmp/view" --node node2 --mgid "$mgid" --mlid "$mlid" \
+	--count 1 --timeout-ms 60000
+vpid=$!
+dp_mft_fresh "$mlid" >&2
 is "$(mlid_members)" "node1,node2,node3,node4" \
 	"the daemon's MFT view has exactly the job's nodes"
+kill "$vpid" 2> /dev/null
 sum=$(dp_ctl counters | jq '[.endpoints[] | select(.node == "node5" or .node == "node6") | .rx_packets] | add // 0')
 is "$sum" 0 "node5 and node6 received nothing"
 
