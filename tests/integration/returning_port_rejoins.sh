@@ -82,4 +82,13 @@ no_link_down() {
 	[ "$(dp_ctl counters | jq '[.links[] | select(.down == true)] | length')" = 0 ]
 }
 ok "$(wait_until 30 no_link_down; echo $?)" "the data plane sees node6's link up again"
-is "$(deliver back)" "2 2" "node6 receives the group's packets again"
+# A port that comes up again can also need the data plane's rediscovery,
+# whose retries back off up to 60 s: delivery is awaited, bounded.
+back_delivered() {
+	tries=$((tries + 1))
+	got_back=$(deliver "back$tries")
+	[ "$got_back" = "2 2" ]
+}
+tries=0
+wait_until 120 back_delivered
+is "$got_back" "2 2" "node6 receives the group's packets again (probe $tries)"
