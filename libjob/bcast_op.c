@@ -29,6 +29,7 @@
 
 #include "common/clock.h"
 #include "libjob/bcast_op.h"
+#include "libjob/model.h"
 #include "libjob/rtt.h"
 #include "libjob/send.h"
 
@@ -508,6 +509,7 @@ static void on_data(struct ibmc__op *op, const struct ibmc__hdr *h,
 			op->ack_due = 1;
 		return;
 	}
+	ibmc__model_take(op->comm->ctx);
 	if (plen)
 		memcpy(op->buf + (size_t)f * op->fragsz, payload, plen);
 	op->got[f >> 3] |= 1 << (f & 7);
@@ -588,15 +590,19 @@ static void on_ack(struct ibmc__op *op, const struct ibmc__hdr *h)
 		}
 	}
 	if (moved) {
+		ibmc__model_take(op->comm->ctx);
 		c->backoff = 0;
 		c->karn = 0;
 		progress_made(op);
 	}
 	if (op->me != op->root && c->have > op->have)
 		request_repair(op, c);
-	/* A repeated final ack: our FIN to it was lost. */
+	/* A repeated final ack: our FIN to it was lost (recovery, not
+	 * modeled). */
 	if (c->cum == op->nfrags && (c->fin_sent || op->fin)) {
+		ibmc__model_quiet_on(op->comm->ctx);
 		ibmc__op_send_ctl(op, c->rank, IBMC__K_FIN, 0, 0, 0, 0);
+		ibmc__model_quiet_off(op->comm->ctx);
 		c->fin_sent = 1;
 	}
 	update_cum(op);
@@ -678,6 +684,7 @@ static void on_fin(struct ibmc__op *op, const struct ibmc__hdr *h,
 		return;
 	if (op->final_acks == 1 && now > op->final_ack)
 		ibmc__rtt_sample(&op->comm->fin_rtt, now - op->final_ack);
+	ibmc__model_take(op->comm->ctx);
 	op->fin = is_mcast ? 2 : 1;
 	progress_made(op);
 }
@@ -807,7 +814,17 @@ static uint32_t op_limit(const struct ibmc__op *op)
  * not even know its shape: multicast reached nobody), and to any child
  * whose probe went unanswered.
  */
+static void run_timers_now(struct ibmc__op *op, int64_t now);
+
+/* What the timers send is recovery: no modeled cost (model.h). */
 static void run_timers(struct ibmc__op *op, int64_t now)
+{
+	ibmc__model_quiet_on(op->comm->ctx);
+	run_timers_now(op, now);
+	ibmc__model_quiet_off(op->comm->ctx);
+}
+
+static void run_timers_now(struct ibmc__op *op, int64_t now)
 {
 	struct ibmc__child *due[64];
 	uint32_t limit = op_limit(op);
@@ -862,7 +879,7 @@ static void run_timers(struct ibmc__op *op, int64_t now)
 static void send_ack(struct ibmc__op *op, int64_t now)
 {
 	int flags = (op->mc_seen || op->child_mc) ? IBMC__F_MC : 0;
-	int final = op->cum == op->nfrags, n = 2;
+	int final = op->cum == op->nfrags, n = 2, again;
 	uint32_t k = op->ackint;
 
 	if (!op->ack_due && op->have / k == op->acked_have / k &&
@@ -875,9 +892,16 @@ static void send_ack(struct ibmc__op *op, int64_t now)
 		n = 2;
 		op->final_ack = now;
 	}
+	/* Asked for (a probe, a duplicate) or the final ack again while
+	 * no FIN comes: recovery, which real-time timers drive. */
+	again = op->ack_due || (final && op->acked_cum == op->nfrags);
+	if (again)
+		ibmc__model_quiet_on(op->comm->ctx);
 	while (n--)
 		ibmc__op_send_ctl(op, op->tree.parent, IBMC__K_ACK, op->have,
 				  op->cum, held_mask(op), flags);
+	if (again)
+		ibmc__model_quiet_off(op->comm->ctx);
 	if (final) {
 		op->ack_resend = now + (fin_rto(op) << (op->final_acks < 6 ?
 							op->final_acks : 6));

@@ -16,6 +16,7 @@ libjob_libibmcast_core_la_SOURCES = \
 	libjob/comm.c libjob/comm.h \
 	libjob/send.c libjob/send.h \
 	libjob/dispatch.c libjob/dispatch.h \
+	libjob/model.c libjob/model.h \
 	libjob/rtt.c libjob/rtt.h \
 	libjob/task.c libjob/task.h \
 	libjob/request.c \

@@ -9,6 +9,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "libjob/comm.h"
+#include "libjob/model.h"
 #include "libjob/rtt.h"
 #include "libjob/send.h"
 #include "libjob/xfer.h"
@@ -171,7 +172,10 @@ static void on_data(struct ibmc__xfers *xs, const struct ibmc__hdr *h,
 		return;
 	}
 	if (x->done) {
-		send_ack(xs, x);	/* our final ack was lost */
+		/* our final ack was lost: recovery, not modeled */
+		ibmc__model_quiet_on(xs->task->comm->ctx);
+		send_ack(xs, x);
+		ibmc__model_quiet_off(xs->task->comm->ctx);
 		return;
 	}
 	if (f >= x->nfrags || plen != frag_len(x, f))
@@ -179,10 +183,14 @@ static void on_data(struct ibmc__xfers *xs, const struct ibmc__hdr *h,
 	if ((x->got[f >> 3] >> (f & 7)) & 1) {
 		xs->task->comm->st.duplicates++;
 		/* A resend: the sender did not hear our last ack. */
-		if (h->flags & IBMC__F_RETX)
+		if (h->flags & IBMC__F_RETX) {
+			ibmc__model_quiet_on(xs->task->comm->ctx);
 			send_ack(xs, x);
+			ibmc__model_quiet_off(xs->task->comm->ctx);
+		}
 		return;
 	}
+	ibmc__model_take(xs->task->comm->ctx);
 	if (plen)
 		memcpy(x->buf + (size_t)f * x->fragsz, payload, plen);
 	x->got[f >> 3] |= 1 << (f & 7);
@@ -212,6 +220,7 @@ static void on_ack(struct ibmc__xfers *xs, const struct ibmc__hdr *h)
 	if (!x || x->done || h->a > x->nfrags)
 		return;
 	if (h->a > x->acked || (h->a == x->acked && (h->mask & ~x->amask))) {
+		ibmc__model_take(xs->task->comm->ctx);
 		x->t_progress = now;
 		x->backoff = 0;
 		xs->progress_ms = ibmc__now_ms();

@@ -87,25 +87,31 @@ uint64_t dp_model_ser(const struct dp_model *m, size_t len, bool mc)
 	return wire_ns(wire_bytes(m, len, mc), g);
 }
 
+/* An unmodeled packet (a retransmission: loss recovery is not modeled)
+ * waits behind the queue like any other but leaves no trace in it, so
+ * that how many of them real-time timers fired never moves the modeled
+ * time of the packets a protocol needs. */
 uint64_t dp_model_inject(struct dataplane *dp, int hca, uint64_t t,
-			 size_t len, bool mc)
+			 size_t len, bool mc, bool charge)
 {
 	struct dp_model *m = &dp->model;
 	uint64_t start = t > m->hca_busy[hca] ? t : m->hca_busy[hca];
 	uint64_t occ = wire_ns(wire_bytes(m, len, mc), m->inj_gbps);
 
-	m->hca_busy[hca] = start + (occ > m->gap_ns ? occ : m->gap_ns);
+	if (charge)
+		m->hca_busy[hca] = start + (occ > m->gap_ns ? occ : m->gap_ns);
 	return start;
 }
 
 uint64_t dp_model_link(struct dataplane *dp, int link, uint64_t ready,
-		       size_t len, bool mc)
+		       size_t len, bool mc, bool charge)
 {
 	struct dp_model *m = &dp->model;
 	uint64_t start = ready > m->link_busy[link] ? ready :
 						       m->link_busy[link];
 
-	m->link_busy[link] = start + wire_ns(wire_bytes(m, len, mc),
-					     m->link_gbps);
+	if (charge)
+		m->link_busy[link] = start + wire_ns(wire_bytes(m, len, mc),
+						     m->link_gbps);
 	return start;
 }
