@@ -933,15 +933,31 @@ static void announce(struct ibmc__op *op)
 		ibmc__mcast_pkt(op->comm, &h, NULL, 0);
 }
 
+/* After an early return the FIN only lets members free their state: it
+ * is not modeled (no member waits for it to return), so that it never
+ * queues in the model before another broadcast's data that real time
+ * happened to handle later (model.h). */
+static void fin_quiet(struct ibmc__op *op, int on)
+{
+	if (!op->returned)
+		return;
+	if (on)
+		ibmc__model_quiet_on(op->comm->ctx);
+	else
+		ibmc__model_quiet_off(op->comm->ctx);
+}
+
 static void send_fins(struct ibmc__op *op)
 {
 	int i;
 
+	fin_quiet(op, 1);
 	for (i = 0; i < op->tree.nchildren; i++) {
 		ibmc__op_send_ctl(op, op->kids[i].rank, IBMC__K_FIN, 0, 0, 0,
 				  0);
 		op->kids[i].fin_sent = 1;
 	}
+	fin_quiet(op, 0);
 }
 
 /* The root is done: one multicast FIN (three times, against loss) reaches every
@@ -956,8 +972,10 @@ static void root_fin(struct ibmc__op *op)
 		return;
 	}
 	fill_hdr(op, &h, IBMC__K_FIN);
+	fin_quiet(op, 1);
 	for (i = 0; i < 3; i++)
 		ibmc__mcast_pkt(op->comm, &h, NULL, 0);
+	fin_quiet(op, 0);
 	for (i = 0; i < op->tree.nchildren; i++)
 		op->kids[i].fin_sent = 1;
 }

@@ -110,6 +110,8 @@ struct ibmc__op {
 
 	int fin;		/* FIN received (or root done) */
 	int64_t linger_until;	/* us: give up waiting for the FIN then */
+	int returned;		/* the caller returned (early return): its
+				 * FINs are bookkeeping, not modeled */
 	int64_t req_next;	/* us: earliest next repair request */
 	int remcast_ok;		/* the last re-multicast made progress */
 	int64_t last_progress;	/* ms */

@@ -451,7 +451,7 @@ int main(int argc, char **argv)
 	pthread_t th[MAX_COMMS + 2];
 	ibmc_context_t *ctx;
 	struct verdict v = { 0 }, *all;
-	int rc, i, k, nj, n, *half = NULL, nhalf = 0;
+	int rc, i, k, nj, n, *half = NULL, nhalf = 0, timed = 0;
 	double *med = NULL, *max = NULL, t0;
 
 	memset(&o, 0, sizeof(o));
@@ -531,7 +531,8 @@ int main(int argc, char **argv)
 		}
 		/* --halves: each half broadcasts on its own communicator,
 		 * both at once (contention between them shows) */
-		run_timed(&jobs[o.halves && half ? nj - 1 : 0], med, max);
+		timed = o.halves && half ? nj - 1 : 0;
+		run_timed(&jobs[timed], med, max);
 	} else {
 		for (i = 0; i < nj; i++)
 			if (pthread_create(&th[i], NULL, run_comm, &jobs[i]))
@@ -539,7 +540,9 @@ int main(int argc, char **argv)
 		for (i = 0; i < nj; i++)
 			pthread_join(th[i], NULL);
 	}
-	for (i = 0; i < (o.timing ? 1 : nj); i++) {
+	for (i = 0; i < nj; i++) {
+		if (o.timing && i != timed)
+			continue;
 		v.ok += jobs[i].ok;
 		v.bad += jobs[i].bad;
 		v.mcast += jobs[i].mcast;
@@ -600,7 +603,8 @@ int main(int argc, char **argv)
 				printf("%stime size=%zu algo=%s reps=%d "
 				       "median_us=%.1f max_us=%.1f",
 				       o.tap ? "# " : "", o.sizes[i],
-				       ibmc_comm_last_bcast_algo(jobs[0].comm),
+				       ibmc_comm_last_bcast_algo(
+					       jobs[timed].comm),
 				       o.reps, med[i] * 1e6, max[i] * 1e6);
 				if (modeled)
 					printf(" model_us=%.3f model_max_us=%.3f"
