@@ -80,6 +80,7 @@ struct ibmc_context {
 	int pkt_taken;			/* it was charged already */
 	int model_pending;		/* a charged packet awaits progress */
 	int model_quiet;		/* > 0: sends are not charged */
+	uint64_t model_quiet_at;	/* their stamp, 0: the clock's */
 	uint64_t call_enter_ns;		/* modeled clock at the last blocking */
 	uint64_t call_return_ns;	/* call's entry and return */
 };

@@ -20,13 +20,23 @@ void ibmc__model_input_done(struct ibmc_context *ctx)
 	ctx->pkt_taken = 1;
 }
 
-void ibmc__model_take(struct ibmc_context *ctx)
+void ibmc__model_take_at(struct ibmc_context *ctx, uint64_t arrival_ns)
 {
 	if (!modeled(ctx) || ctx->pkt_taken)
 		return;
 	ctx->pkt_taken = 1;
 	ctx->model_pending = 1;
-	ctx->ops->model_take(ctx->tr, ctx->pkt_model_ns);
+	ctx->ops->model_take(ctx->tr, arrival_ns);
+}
+
+void ibmc__model_take(struct ibmc_context *ctx)
+{
+	ibmc__model_take_at(ctx, ctx->pkt_model_ns);
+}
+
+uint64_t ibmc__model_arrival(const struct ibmc_context *ctx)
+{
+	return ctx->pkt_model_ns;
 }
 
 int ibmc__model_busy(const struct ibmc_context *ctx)
@@ -59,14 +69,32 @@ int ibmc__model_send_begin(struct ibmc_context *ctx,
 
 	if (!quiet || !ctx->ops->model_quiet)
 		return 0;
-	ctx->ops->model_quiet(ctx->tr, 1);
+	ctx->ops->model_quiet(ctx->tr, 1, ctx->model_quiet_at);
 	return 1;
 }
 
 void ibmc__model_send_end(struct ibmc_context *ctx, int quiet)
 {
 	if (quiet)
-		ctx->ops->model_quiet(ctx->tr, 0);
+		ctx->ops->model_quiet(ctx->tr, 0, 0);
+}
+
+void ibmc__model_resend_on(struct ibmc_context *ctx, uint64_t first_ns)
+{
+	ibmc__model_quiet_on(ctx);
+	ctx->model_quiet_at = first_ns;
+}
+
+void ibmc__model_resend_off(struct ibmc_context *ctx)
+{
+	ctx->model_quiet_at = 0;
+	ibmc__model_quiet_off(ctx);
+}
+
+uint64_t ibmc__model_clock(const struct ibmc_context *ctx)
+{
+	return modeled(ctx) && ctx->ops->model_clock ?
+	       ctx->ops->model_clock(ctx->tr) : 0;
 }
 
 void ibmc__model_call_return(struct ibmc_context *ctx)

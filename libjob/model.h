@@ -30,6 +30,11 @@ void ibmc__model_input_done(struct ibmc_context *ctx);
 /* The collective consumed the packet being input as a message it needs;
  * charged at most once per packet. */
 void ibmc__model_take(struct ibmc_context *ctx);
+/* Charge a message the collective needs that arrived at arrival_ns, in
+ * place of the packet being input (at most one charge per packet). */
+void ibmc__model_take_at(struct ibmc_context *ctx, uint64_t arrival_ns);
+/* The modeled arrival of the packet being input. */
+uint64_t ibmc__model_arrival(const struct ibmc_context *ctx);
 /* A taken packet awaits a progress pass: receive nothing more now. */
 int ibmc__model_busy(const struct ibmc_context *ctx);
 /* Every collective progressed. */
@@ -45,6 +50,14 @@ void ibmc__model_quiet_off(struct ibmc_context *ctx);
 int ibmc__model_send_begin(struct ibmc_context *ctx,
 			   const struct ibmc__hdr *h);
 void ibmc__model_send_end(struct ibmc_context *ctx, int quiet);
+
+/* A retransmission of what first went at modeled time first_ns (0: not
+ * known): quiet, and stamped with first_ns, so that it arrives in the
+ * model as its original would have (loss recovery is not modeled). */
+void ibmc__model_resend_on(struct ibmc_context *ctx, uint64_t first_ns);
+void ibmc__model_resend_off(struct ibmc_context *ctx);
+/* The modeled clock (0 on a transport without one). */
+uint64_t ibmc__model_clock(const struct ibmc_context *ctx);
 
 /* A blocking call returns: remember the modeled clock
  * (ibmc_sim_return_ns(3)). */

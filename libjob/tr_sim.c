@@ -220,9 +220,9 @@ static void sim_model_take(struct ibmc_tr *tr, uint64_t arrival_ns)
 	ibmc__dp_take(tr->dp, arrival_ns);
 }
 
-static void sim_model_quiet(struct ibmc_tr *tr, int on)
+static void sim_model_quiet(struct ibmc_tr *tr, int on, uint64_t at_ns)
 {
-	ibmc__dp_set_unmodeled(tr->dp, on);
+	ibmc__dp_set_unmodeled(tr->dp, on, at_ns);
 }
 
 static uint64_t sim_model_clock(struct ibmc_tr *tr)

@@ -105,9 +105,9 @@ struct ibmc_tr_ops {
 	/* Optional, transports that keep a modeled clock (sim; libjob/model.h):
 	 * take a received packet's modeled arrival into the clock (a message
 	 * the protocol needed), and make the next sends cost no modeled time
-	 * (on) or their ordinary cost again (off). */
+	 * (on; stamped at_ns unless 0) or their ordinary cost again (off). */
 	void (*model_take)(struct ibmc_tr *tr, uint64_t arrival_ns);
-	void (*model_quiet)(struct ibmc_tr *tr, int on);
+	void (*model_quiet)(struct ibmc_tr *tr, int on, uint64_t at_ns);
 	uint64_t (*model_clock)(struct ibmc_tr *tr);
 };
 

@@ -107,7 +107,7 @@ int dp_model_preset(struct dp_model *m, const char *name);
 const char *dp_model_presets(void);
 /* One packet of len payload bytes leaves HCA hca, handed over at t:
  * modeled time its head enters the first link (injection queue and gap).
- * charge false: an unmodeled packet, which occupies nothing. */
+ * charge false: an unmodeled packet, which neither waits nor occupies. */
 uint64_t dp_model_inject(struct dataplane *dp, int hca, uint64_t t,
 			 size_t len, bool mc, bool charge);
 /* Its head reaches link at ready: when it starts crossing (FIFO behind

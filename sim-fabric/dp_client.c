@@ -36,6 +36,7 @@ struct ibmc_dp {
 	uint64_t clock_ns;		/* modeled time */
 	uint32_t o_s_ns, o_r_ns;	/* the model's, as last heard */
 	bool unmodeled;			/* sends now cost no modeled time */
+	uint64_t unmodeled_at;		/* ... and carry this stamp, 0: now */
 	uint8_t buf[IBMC_DP_MSG_MAX + 64];
 };
 
@@ -250,9 +251,10 @@ void ibmc__dp_take(struct ibmc_dp *dp, uint64_t arrival_ns)
 	dp->clock_ns += dp->o_r_ns;
 }
 
-void ibmc__dp_set_unmodeled(struct ibmc_dp *dp, bool on)
+void ibmc__dp_set_unmodeled(struct ibmc_dp *dp, bool on, uint64_t at_ns)
 {
 	dp->unmodeled = on;
+	dp->unmodeled_at = on ? at_ns : 0;
 }
 
 /* A send's modeled time, and the clock after it unless it is unmodeled
@@ -260,6 +262,8 @@ void ibmc__dp_set_unmodeled(struct ibmc_dp *dp, bool on)
 static uint64_t send_time(const struct ibmc_dp *dp, uint32_t *flags)
 {
 	*flags = dp->unmodeled ? IBMC_DP_SEND_UNMODELED : 0;
+	if (dp->unmodeled && dp->unmodeled_at)
+		return dp->unmodeled_at;
 	return dp->clock_ns + dp->o_s_ns;
 }
 

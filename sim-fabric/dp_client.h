@@ -63,8 +63,9 @@ void ibmc__dp_advance(struct ibmc_dp *dp, uint64_t ns);
 void ibmc__dp_take(struct ibmc_dp *dp, uint64_t arrival_ns);
 /* While on, sends are flagged IBMC_DP_SEND_UNMODELED: they cost no
  * modeled time here nor in the data plane's queues (loss recovery and
- * timer-driven packets, whose number depends on real time). */
-void ibmc__dp_set_unmodeled(struct ibmc_dp *dp, bool on);
+ * timer-driven packets, whose number depends on real time), and carry
+ * the stamp at_ns when it is not 0 (a retransmission: its original's). */
+void ibmc__dp_set_unmodeled(struct ibmc_dp *dp, bool on, uint64_t at_ns);
 
 /* Errors the daemon sent for sends (malformed, over the MTU), since open. */
 unsigned long ibmc__dp_errors(const struct ibmc_dp *dp);
