@@ -290,34 +290,10 @@ static void *run_comm(void *arg)
 /* Timing mode: each broadcast starts after a bootstrap barrier, so all
  * ranks start together; completion = the last rank's end, on the machine's
  * one monotonic clock (every rank of the simulated fabric runs here). */
-/* Modeled time: every rank first finishes what it still owes the last
- * broadcast (acks, FINs: else they would land in this one's time or not,
- * by real time), then every rank's clock goes to the latest one plus a
- * margin that lets the model's queues drain, so that all start together;
- * returns the common start. */
+/* Modeled time: the common start of every rank (check_util.h). */
 static uint64_t model_align(void)
 {
-	uint64_t c, *all, t0 = 0;
-	int k, rc;
-
-	if (!modeled)
-		return 0;
-	rc = ibmc_sim_settle(the_ctx, 30000);
-	if (rc)
-		die("settling the last broadcast: %s", ibmc_strerror(rc));
-	all = malloc(sizeof(*all) * (size_t)bs.size);
-	if (!all || ibmc_sim_clock_ns(the_ctx, &c) ||
-	    bs.allgather(bs.arg, &c, all, sizeof(c)))
-		die("aligning the modeled clocks failed");
-	for (k = 0; k < bs.size; k++)
-		if (all[k] > t0)
-			t0 = all[k];
-	t0 += 1000000;
-	if (ibmc_sim_clock_ns(the_ctx, &c) || (t0 > c &&
-	    ibmc_sim_compute(the_ctx, t0 - c)))
-		die("aligning the modeled clocks failed");
-	free(all);
-	return t0;
+	return modeled ? check_model_align(the_ctx) : 0;
 }
 
 static void sort(double *v, int n)
@@ -347,7 +323,7 @@ static int run_timed(struct job *j, double *cmpl_med, double *cmpl_max)
 	int n = ibmc_comm_size(j->comm), si, rep, k, root, bad = 0;
 	double secs, mine[3], *all, *samples, *msamp, *mfirst, t, t0, t1, m;
 	double *hsamp[2];
-	uint64_t mt0, c;
+	uint64_t mt0;
 	size_t maxlen = 1;
 	uint8_t *buf;
 
@@ -380,8 +356,8 @@ static int run_timed(struct job *j, double *cmpl_med, double *cmpl_max)
 			mine[2] = 0;
 			/* at the return: what the progress thread takes
 			 * in afterwards is not this broadcast's time */
-			if (modeled && !ibmc_sim_return_ns(the_ctx, &c))
-				mine[2] = (double)(c - mt0) * 1e-9;
+			if (modeled)
+				mine[2] = check_model_since(the_ctx, mt0);
 			if (bs.allgather(bs.arg, mine, all, sizeof(mine)))
 				die("bootstrap allgather failed");
 			/* from the first start to the last end */
