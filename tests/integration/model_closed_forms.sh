@@ -75,15 +75,9 @@ form() {
 	}'
 }
 
-# within MEASURED_NS EXPECTED_NS: within 2%.
-within() {
-	awk -v m="${1:-0}" -v e="$2" 'BEGIN { d = m - e; if (d < 0) d = -d
-		exit !(m > 0 && d <= 0.02 * e) }'
-}
-
 # check LABEL MEASURED_NS EXPECTED_NS
 check() {
-	within "$2" "$3"
+	within_2pct "$2" "$3"
 	ok $? "$1: modeled ${2:-?} ns, closed form $3 ns"
 }
 

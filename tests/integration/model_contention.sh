@@ -40,23 +40,19 @@ form() {
 }
 # field KEY: the last bcast_run's KEY, in ns
 field() { bcast_field "$1" | awk '{ printf "%.0f", $1 * 1000 }'; }
-within() {
-	awk -v m="${1:-0}" -v e="$2" 'BEGIN { d = m - e; if (d < 0) d = -d
-		exit !(m > 0 && d <= 0.02 * e) }'
-}
 
 alone=$(form alone) ser=$(form ser)
 bcast_run "alone: node1 -> node2, 2000 B" 2 'node[1-2]' --job 301 -- \
 	--timing --reps 3 --roots 0 --sizes 2000 --algo binomial
 a=$(field model_us)
-within "$a" "$alone"
+within_2pct "$a" "$alone"
 ok $? "alone: modeled ${a:-?} ns, closed form $alone ns"
 bcast_run "together: two halves node1 -> node2 at once, 2000 B" 4 \
 	'node[1-2]' --distribution cyclic --job 301 -- --timing --reps 3 \
 	--roots 0 --sizes 2000 --algo binomial --halves
 h0=$(field model_half0_us) h1=$(field model_half1_us)
 first=$((h0 < h1 ? h0 : h1)) later=$((h0 < h1 ? h1 : h0))
-within "$first" "$alone"
+within_2pct "$first" "$alone"
 ok $? "together: the first done in ${first} ns, as alone ($alone ns)"
-within "$later" $((alone + ser))
+within_2pct "$later" $((alone + ser))
 ok $? "together: the other in ${later} ns, alone + ser = $alone + $ser ns"

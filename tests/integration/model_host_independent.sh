@@ -42,8 +42,7 @@ field() {
 }
 for size in 1 4000 102400; do
 	a=$(field "$idle" $size model_us) b=$(field "$busy" $size model_us)
-	awk -v a="${a:-0}" -v b="${b:-1}" 'BEGIN { d = a - b; if (d < 0) d = -d
-		exit !(a > 0 && d <= 0.02 * a) }'
+	within_2pct "$b" "$a"
 	ok $? "$size B: modeled ${a:-?} us idle, ${b:-?} us busy (wall" \
 		"$(field "$idle" $size median_us) us idle," \
 		"$(field "$busy" $size median_us) us busy)"
