@@ -112,7 +112,7 @@ struct ibmc_comm {
 	struct ibmc__early *early;	/* for collectives not entered yet */
 	int early_count;
 	size_t early_bytes;
-	int replay_due;			/* early ones left for the next pump */
+	int replay_due;			/* some left for the next pump */
 
 	ibmc_comm_stats_t st;
 };

@@ -35,8 +35,8 @@ struct ibmc_dp {
 	unsigned long errors;
 	uint64_t clock_ns;		/* modeled time */
 	uint32_t o_s_ns, o_r_ns;	/* the model's, as last heard */
-	bool unmodeled;			/* sends now cost no modeled time */
-	uint64_t unmodeled_at;		/* ... and carry this stamp, 0: now */
+	bool unmodeled;			/* sends cost no modeled time */
+	uint64_t unmodeled_at;		/* ... stamped so, 0: now */
 	uint8_t buf[IBMC_DP_MSG_MAX + 64];
 };
 

@@ -75,10 +75,10 @@ static void usage(FILE *f)
 		"--timing prints per-size completion times (all ranks start together;\n"
 		"end = the last rank's return), in wall time and, on the simulated\n"
 		"fabric, in modeled time (ibmc_sim_clock_ns(3): every rank's clock is\n"
-		"moved to a common start first, after every rank settled the last\n"
-		"broadcast; with --halves the two halves broadcast at once, each on its\n"
-		"own communicator, and each half's modeled time is printed too). Exit 0\n"
-		"when every broadcast on every\n"
+		"moved to a common start first, after every rank settled the\n"
+		"last broadcast; with --halves the two halves broadcast at\n"
+		"once, each on its own communicator, and each half's modeled\n"
+		"time is printed too). Exit 0 when every broadcast on every\n"
 		"rank was correct, 1 if any was not, 2 on setup errors.\n",
 		prog);
 }
