@@ -29,6 +29,7 @@
 
 #include "common/clock.h"
 #include "libjob/bcast_op.h"
+#include "libjob/model.h"
 #include "libjob/rtt.h"
 #include "libjob/send.h"
 
@@ -146,23 +147,46 @@ static void fill_hdr(const struct ibmc__op *op, struct ibmc__hdr *h, int kind)
 	h->ackint = op->ackint > 255 ? 255 : op->ackint;
 }
 
+/* Modeled time around sending fragment frag: a retransmission goes
+ * stamped with the first send's time (model.h); a first send records
+ * it. */
+static void frag_model_on(struct ibmc__op *op, uint32_t frag, int retx)
+{
+	if (retx)
+		ibmc__model_resend_on(op->comm->ctx,
+				      op->t_model ? op->t_model[frag] : 0);
+}
+
+static void frag_model_off(struct ibmc__op *op, uint32_t frag, int retx)
+{
+	if (retx)
+		ibmc__model_resend_off(op->comm->ctx);
+	else if (op->t_model && !op->t_model[frag])
+		op->t_model[frag] = ibmc__model_clock(op->comm->ctx);
+}
+
 int ibmc__op_send_frag(struct ibmc__op *op, int to, uint32_t frag, int retx)
 {
 	struct ibmc__hdr h;
+	int rc;
 
 	fill_hdr(op, &h, IBMC__K_DATA);
 	h.a = frag;
 	h.flags = retx ? IBMC__F_RETX : 0;
 	if (retx)
 		op->comm->st.retransmits++;
-	return ibmc__send_pkt(op->comm, to, &h,
-			      op->buf + (size_t)frag * op->fragsz,
-			      frag_len(op, frag));
+	frag_model_on(op, frag, retx);
+	rc = ibmc__send_pkt(op->comm, to, &h,
+			    op->buf + (size_t)frag * op->fragsz,
+			    frag_len(op, frag));
+	frag_model_off(op, frag, retx);
+	return rc;
 }
 
 int ibmc__op_mcast_frag(struct ibmc__op *op, uint32_t frag, int retx)
 {
 	struct ibmc__hdr h;
+	int rc;
 
 	fill_hdr(op, &h, IBMC__K_DATA);
 	h.a = frag;
@@ -171,9 +195,12 @@ int ibmc__op_mcast_frag(struct ibmc__op *op, uint32_t frag, int retx)
 		op->comm->st.retransmits++;
 	else if (op->t_avail)
 		op->t_avail[frag] = ibmc__op_now();
-	return ibmc__mcast_pkt(op->comm, &h,
-			       op->buf + (size_t)frag * op->fragsz,
-			       frag_len(op, frag));
+	frag_model_on(op, frag, retx);
+	rc = ibmc__mcast_pkt(op->comm, &h,
+			     op->buf + (size_t)frag * op->fragsz,
+			     frag_len(op, frag));
+	frag_model_off(op, frag, retx);
+	return rc;
 }
 
 int ibmc__op_send_ctl(struct ibmc__op *op, int to, int kind, uint32_t a,
@@ -208,7 +235,8 @@ static int shape(struct ibmc__op *op)
 		op->kids = calloc((size_t)op->tree.nchildren,
 				  sizeof(*op->kids));
 		op->t_avail = calloc(op->nfrags, sizeof(*op->t_avail));
-		if (!op->kids || !op->t_avail)
+		op->t_model = calloc(op->nfrags, sizeof(*op->t_model));
+		if (!op->kids || !op->t_avail || !op->t_model)
 			return -ENOMEM;
 	}
 	for (i = 0; i < op->tree.nchildren; i++) {
@@ -273,11 +301,13 @@ void ibmc__op_fini(struct ibmc__op *op)
 	free(op->kids);
 	free(op->got);
 	free(op->t_avail);
+	free(op->t_model);
 	free(op->t_nack);
 	free(op->n_nack);
 	op->kids = NULL;
 	op->got = NULL;
 	op->t_avail = NULL;
+	op->t_model = NULL;
 	op->t_nack = NULL;
 	op->n_nack = NULL;
 }
@@ -319,6 +349,38 @@ static struct ibmc__child *kid(struct ibmc__op *op, int rank)
 	return NULL;
 }
 
+/* When the acks that raise the subtree's prefix to cum arrived, in
+ * modeled time: for each child the first of its recent acks covering
+ * cum, the latest over the children. Independent of the order they were
+ * handled in. */
+static uint64_t cum_arrival(const struct ibmc__op *op, uint32_t cum)
+{
+	uint64_t t = 0, first;
+	unsigned i, n;
+	int k;
+
+	for (k = 0; k < op->tree.nchildren; k++) {
+		const struct ibmc__child *c = &op->kids[k];
+
+		n = c->ncum_at < 8 ? c->ncum_at : 8;
+		first = UINT64_MAX;
+		for (i = 0; i < n; i++)
+			if (c->cum_at[i].cum >= cum &&
+			    c->cum_at[i].t_ns < first)
+				first = c->cum_at[i].t_ns;
+		if (first != UINT64_MAX && first > t)
+			t = first;
+	}
+	return t;
+}
+
+/*
+ * Modeled time: acks cost the root once per advance of the prefix every
+ * member holds (what opens its window), at the arrival of the last ack
+ * that made it; an inner member's children's acks cost it nothing, since
+ * whether real time hands them to it before or after its own last
+ * fragment would decide its modeled return (model.h).
+ */
 static void update_cum(struct ibmc__op *op)
 {
 	uint32_t c = op->have;
@@ -328,6 +390,9 @@ static void update_cum(struct ibmc__op *op)
 		if (op->kids[i].cum < c)
 			c = op->kids[i].cum;
 	if (c != op->cum) {
+		if (c > op->cum && op->me == op->root && op->tree.nchildren)
+			ibmc__model_take_at(op->comm->ctx,
+					    cum_arrival(op, c));
 		op->cum = c;
 		progress_made(op);
 	}
@@ -508,6 +573,11 @@ static void on_data(struct ibmc__op *op, const struct ibmc__hdr *h,
 			op->ack_due = 1;
 		return;
 	}
+	ibmc__model_take(op->comm->ctx);
+	/* A repair this rank sends its children goes stamped with this
+	 * arrival (model.h: loss recovery is not modeled). */
+	if (op->t_model && !op->t_model[f])
+		op->t_model[f] = ibmc__model_arrival(op->comm->ctx);
 	if (plen)
 		memcpy(op->buf + (size_t)f * op->fragsz, payload, plen);
 	op->got[f >> 3] |= 1 << (f & 7);
@@ -566,6 +636,10 @@ static void on_ack(struct ibmc__op *op, const struct ibmc__hdr *h)
 	}
 	if (h->b > c->cum) {
 		c->cum = h->b;
+		c->cum_at[c->ncum_at % 8].cum = h->b;
+		c->cum_at[c->ncum_at % 8].t_ns = ibmc__model_arrival(
+			op->comm->ctx);
+		c->ncum_at++;
 		moved = 1;
 	}
 	if (h->flags & IBMC__F_MC) {
@@ -594,9 +668,12 @@ static void on_ack(struct ibmc__op *op, const struct ibmc__hdr *h)
 	}
 	if (op->me != op->root && c->have > op->have)
 		request_repair(op, c);
-	/* A repeated final ack: our FIN to it was lost. */
+	/* A repeated final ack: our FIN to it was lost (recovery, not
+	 * modeled). */
 	if (c->cum == op->nfrags && (c->fin_sent || op->fin)) {
+		ibmc__model_quiet_on(op->comm->ctx);
 		ibmc__op_send_ctl(op, c->rank, IBMC__K_FIN, 0, 0, 0, 0);
+		ibmc__model_quiet_off(op->comm->ctx);
 		c->fin_sent = 1;
 	}
 	update_cum(op);
@@ -678,6 +755,7 @@ static void on_fin(struct ibmc__op *op, const struct ibmc__hdr *h,
 		return;
 	if (op->final_acks == 1 && now > op->final_ack)
 		ibmc__rtt_sample(&op->comm->fin_rtt, now - op->final_ack);
+	ibmc__model_take(op->comm->ctx);
 	op->fin = is_mcast ? 2 : 1;
 	progress_made(op);
 }
@@ -807,7 +885,17 @@ static uint32_t op_limit(const struct ibmc__op *op)
  * not even know its shape: multicast reached nobody), and to any child
  * whose probe went unanswered.
  */
+static void run_timers_now(struct ibmc__op *op, int64_t now);
+
+/* What the timers send is recovery: no modeled cost (model.h). */
 static void run_timers(struct ibmc__op *op, int64_t now)
+{
+	ibmc__model_quiet_on(op->comm->ctx);
+	run_timers_now(op, now);
+	ibmc__model_quiet_off(op->comm->ctx);
+}
+
+static void run_timers_now(struct ibmc__op *op, int64_t now)
 {
 	struct ibmc__child *due[64];
 	uint32_t limit = op_limit(op);
@@ -862,7 +950,7 @@ static void run_timers(struct ibmc__op *op, int64_t now)
 static void send_ack(struct ibmc__op *op, int64_t now)
 {
 	int flags = (op->mc_seen || op->child_mc) ? IBMC__F_MC : 0;
-	int final = op->cum == op->nfrags, n = 2;
+	int final = op->cum == op->nfrags, n = 2, again, own;
 	uint32_t k = op->ackint;
 
 	if (!op->ack_due && op->have / k == op->acked_have / k &&
@@ -875,9 +963,27 @@ static void send_ack(struct ibmc__op *op, int64_t now)
 		n = 2;
 		op->final_ack = now;
 	}
+	/* Modeled time (model.h): asked for (a probe, a duplicate) or the
+	 * final ack again while no FIN comes is recovery, which real-time
+	 * timers drive: quiet. An ack only the children's acks made (the
+	 * subtree's prefix moved, not what this rank holds) passes their
+	 * progress on in zero modeled time, stamped when the last of them
+	 * arrived: whether real time hands them in before this rank's own
+	 * last fragment must not move its modeled return. */
+	again = op->ack_due || (final && op->acked_cum == op->nfrags);
+	own = op->have / k != op->acked_have / k ||
+	      (op->have == op->nfrags && op->acked_have != op->nfrags);
+	if (again)
+		ibmc__model_quiet_on(op->comm->ctx);
+	else if (!own)
+		ibmc__model_resend_on(op->comm->ctx, cum_arrival(op, op->cum));
 	while (n--)
 		ibmc__op_send_ctl(op, op->tree.parent, IBMC__K_ACK, op->have,
 				  op->cum, held_mask(op), flags);
+	if (again)
+		ibmc__model_quiet_off(op->comm->ctx);
+	else if (!own)
+		ibmc__model_resend_off(op->comm->ctx);
 	if (final) {
 		op->ack_resend = now + (fin_rto(op) << (op->final_acks < 6 ?
 							op->final_acks : 6));
@@ -909,15 +1015,31 @@ static void announce(struct ibmc__op *op)
 		ibmc__mcast_pkt(op->comm, &h, NULL, 0);
 }
 
+/* After an early return the FIN only lets members free their state: it
+ * is not modeled (no member waits for it to return), so that it never
+ * queues in the model before another broadcast's data that real time
+ * happened to handle later (model.h). */
+static void fin_quiet(struct ibmc__op *op, int on)
+{
+	if (!op->returned)
+		return;
+	if (on)
+		ibmc__model_quiet_on(op->comm->ctx);
+	else
+		ibmc__model_quiet_off(op->comm->ctx);
+}
+
 static void send_fins(struct ibmc__op *op)
 {
 	int i;
 
+	fin_quiet(op, 1);
 	for (i = 0; i < op->tree.nchildren; i++) {
 		ibmc__op_send_ctl(op, op->kids[i].rank, IBMC__K_FIN, 0, 0, 0,
 				  0);
 		op->kids[i].fin_sent = 1;
 	}
+	fin_quiet(op, 0);
 }
 
 /* The root is done: one multicast FIN (three times, against loss) reaches every
@@ -932,8 +1054,10 @@ static void root_fin(struct ibmc__op *op)
 		return;
 	}
 	fill_hdr(op, &h, IBMC__K_FIN);
+	fin_quiet(op, 1);
 	for (i = 0; i < 3; i++)
 		ibmc__mcast_pkt(op->comm, &h, NULL, 0);
+	fin_quiet(op, 0);
 	for (i = 0; i < op->tree.nchildren; i++)
 		op->kids[i].fin_sent = 1;
 }

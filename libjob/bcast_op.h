@@ -68,6 +68,11 @@ struct ibmc__child {
 	uint32_t req_a;		/* its last request (NACKs come in pairs) */
 	uint64_t req_mask;
 	int64_t req_at;		/* us */
+	/* Modeled arrival of its latest acks that raised cum (a ring):
+	 * the root charges a window's advance at the latest child's first
+	 * ack covering it, whatever order real time handed them in. */
+	struct { uint32_t cum; uint64_t t_ns; } cum_at[8];
+	unsigned ncum_at;
 };
 
 struct ibmc__op {
@@ -85,6 +90,8 @@ struct ibmc__op {
 	struct ibmc__tree tree;
 	struct ibmc__child *kids;
 	unsigned char *got;	/* bitmap of held fragments */
+	uint64_t *t_model;	/* modeled time each fragment first went out
+				 * (model.h: its retransmissions carry it) */
 	int64_t *t_avail;	/* us: when this rank first held (root: sent)
 				 * each fragment; negative: by a repair */
 	uint32_t have;		/* contiguous prefix held */
@@ -110,6 +117,8 @@ struct ibmc__op {
 
 	int fin;		/* FIN received (or root done) */
 	int64_t linger_until;	/* us: give up waiting for the FIN then */
+	int returned;		/* the caller returned (early return): its
+				 * FINs are bookkeeping, not modeled */
 	int64_t req_next;	/* us: earliest next repair request */
 	int remcast_ok;		/* the last re-multicast made progress */
 	int64_t last_progress;	/* ms */

@@ -28,6 +28,7 @@ struct ibmc__early {
 	struct ibmc__early *next;
 	uint32_t comm_id;
 	int is_mcast;
+	uint64_t model_ns;		/* modeled arrival (model.h) */
 	size_t len;
 	unsigned char data[];
 };
@@ -111,6 +112,7 @@ struct ibmc_comm {
 	struct ibmc__early *early;	/* for collectives not entered yet */
 	int early_count;
 	size_t early_bytes;
+	int replay_due;			/* some left for the next pump */
 
 	ibmc_comm_stats_t st;
 };

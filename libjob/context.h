@@ -74,6 +74,15 @@ struct ibmc_context {
 	int early_count;
 	uint64_t dropped;		/* datagrams that were not ours */
 	uint64_t received;		/* datagrams received */
+
+	/* Modeled time (model.h), on transports with model_take only. */
+	uint64_t pkt_model_ns;	/* arrival of the packet being input */
+	int pkt_taken;		/* it was charged already */
+	int model_pending;	/* a charged packet awaits progress */
+	int model_quiet;	/* > 0: sends are not charged */
+	uint64_t model_quiet_at;	/* their stamp, 0: the clock's */
+	uint64_t call_return_ns;	/* the clock when the last blocking
+					 * call returned */
 };
 
 #endif

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "libjob/dispatch.h"
+#include "libjob/model.h"
 #include "libjob/task.h"
 
 /* Bounds on kept datagrams: the protocol retransmits what is dropped, so
@@ -15,7 +16,8 @@
 #define EARLY_MAX_BYTES (16u << 20)
 #define DRAIN_MAX 256
 
-static struct ibmc__early *keep(const void *data, size_t len,
+static struct ibmc__early *keep(const struct ibmc_context *ctx,
+				const void *data, size_t len,
 				uint32_t comm_id, int is_mcast)
 {
 	struct ibmc__early *e = malloc(sizeof(*e) + len);
@@ -25,6 +27,7 @@ static struct ibmc__early *keep(const void *data, size_t len,
 	e->next = NULL;
 	e->comm_id = comm_id;
 	e->is_mcast = is_mcast;
+	e->model_ns = ctx->pkt_model_ns;
 	e->len = len;
 	memcpy(e->data, data, len);
 	return e;
@@ -96,7 +99,7 @@ static void comm_input(struct ibmc_comm *comm, const void *data, size_t len,
 			comm->st.stale_dropped++;
 			return;
 		}
-		e = keep(data, len, comm->id, is_mcast);
+		e = keep(comm->ctx, data, len, comm->id, is_mcast);
 		if (!e)
 			return;
 		append(&comm->early, e);
@@ -147,7 +150,7 @@ static void deliver(struct ibmc_context *ctx, const void *data, size_t len,
 		ctx->dropped++;
 		free(e);
 	}
-	e = keep(data, len, h.comm_id, is_mcast);
+	e = keep(ctx, data, len, h.comm_id, is_mcast);
 	if (!e)
 		return;
 	append(&ctx->early, e);
@@ -155,22 +158,46 @@ static void deliver(struct ibmc_context *ctx, const void *data, size_t len,
 	ctx->early_bytes += len;
 }
 
+static void deliver_pkt(struct ibmc_context *ctx,
+			const struct ibmc_tr_pkt *pkt)
+{
+	ibmc__model_input(ctx, pkt->model_ns);
+	deliver(ctx, pkt->data, pkt->len, pkt->is_mcast);
+	ibmc__model_input_done(ctx);
+}
+
+/* Kept datagrams of collectives entered since: first, as they came
+ * before anything the transport holds now. */
+static void replay_due(struct ibmc_context *ctx)
+{
+	struct ibmc_comm *c;
+
+	for (c = ctx->comms; c && !ibmc__model_busy(ctx); c = c->next)
+		if (c->replay_due)
+			ibmc__replay_comm(c);
+}
+
+/* On a modeled transport a datagram the collectives needed ends the
+ * pump: they progress before the next one is taken (model.h). */
 int ibmc__pump(struct ibmc_context *ctx, int timeout_ms)
 {
 	struct ibmc_tr_pkt pkt;
 	int rc, i;
 
+	replay_due(ctx);
+	if (ibmc__model_busy(ctx))
+		return 0;
 	rc = ctx->ops->recv(ctx->tr, &pkt, timeout_ms);
 	if (rc == -ETIMEDOUT || rc == -EAGAIN || rc == -EINTR)
 		return 0;
 	if (rc)
 		return rc;
-	deliver(ctx, pkt.data, pkt.len, pkt.is_mcast);
-	for (i = 0; i < DRAIN_MAX; i++) {
+	deliver_pkt(ctx, &pkt);
+	for (i = 0; i < DRAIN_MAX && !ibmc__model_busy(ctx); i++) {
 		rc = ctx->ops->recv(ctx->tr, &pkt, 0);
 		if (rc)
 			break;
-		deliver(ctx, pkt.data, pkt.len, pkt.is_mcast);
+		deliver_pkt(ctx, &pkt);
 	}
 	return 0;
 }
@@ -187,22 +214,40 @@ void ibmc__replay_ctx(struct ibmc_context *ctx, struct ibmc_comm *comm)
 		*pp = e->next;
 		ctx->early_count--;
 		ctx->early_bytes -= e->len;
+		ibmc__model_input(ctx, e->model_ns);
 		comm_input(comm, e->data, e->len, e->is_mcast);
+		ibmc__model_input_done(ctx);
 		free(e);
 	}
 }
 
+/* On a modeled transport it stops after a datagram the collective
+ * needed, as the pump does; the rest stays kept, after those kept again,
+ * in their order, and the next pump goes on with it. */
 void ibmc__replay_comm(struct ibmc_comm *comm)
 {
+	struct ibmc_context *ctx = comm->ctx;
 	struct ibmc__early *list = comm->early, *e;
 
 	/* Detach first: datagrams still ahead are kept again in order. */
 	comm->early = NULL;
 	comm->early_count = 0;
 	comm->early_bytes = 0;
+	comm->replay_due = 0;
 	while ((e = list)) {
+		if (ibmc__model_busy(ctx)) {
+			comm->replay_due = 1;
+			for (; e; e = e->next) {
+				comm->early_count++;
+				comm->early_bytes += e->len;
+			}
+			append(&comm->early, list);
+			return;
+		}
 		list = e->next;
+		ibmc__model_input(ctx, e->model_ns);
 		comm_input(comm, e->data, e->len, e->is_mcast);
+		ibmc__model_input_done(ctx);
 		free(e);
 	}
 }

@@ -16,6 +16,7 @@ libjob_libibmcast_core_la_SOURCES = \
 	libjob/comm.c libjob/comm.h \
 	libjob/send.c libjob/send.h \
 	libjob/dispatch.c libjob/dispatch.h \
+	libjob/model.c libjob/model.h \
 	libjob/rtt.c libjob/rtt.h \
 	libjob/task.c libjob/task.h \
 	libjob/request.c \
@@ -66,7 +67,8 @@ EXTRA_DIST += libjob/libibmcast.map libjob/ibmcast.pc.in
 dist_man_MANS += man/ibmcast.7 man/ibmc_init.3 man/ibmc_comm_create.3 \
 	man/ibmc_bcast.3 man/ibmc_comm_get_stats.3 man/ibmc_barrier.3 \
 	man/ibmc_test.3 man/ibmc_set_wait_hook.3 man/ibmc_comm_set_algo.3 man/ibmc_allgather.3 \
-	man/ibmc_allreduce.3 man/ibmc_sim_clock_ns.3
+	man/ibmc_allreduce.3 man/ibmc_sim_clock_ns.3 man/ibmc_sim_compute.3 \
+	man/ibmc_sim_return_ns.3 man/ibmc_sim_settle.3
 
 # --- libjob unit tests: ranks are threads on the loopback transport -----
 libjob_tests = \

@@ -8,6 +8,7 @@
 
 #include "libjob/comm.h"
 #include "libjob/msg.h"
+#include "libjob/model.h"
 #include "libjob/rtt.h"
 #include "libjob/send.h"
 
@@ -162,6 +163,7 @@ int ibmc__msgs_input(struct ibmc__msgs *m, const struct ibmc__hdr *h,
 		memcpy(in->data, payload, plen);
 		in->len = plen;
 	}
+	ibmc__model_take(c->ctx);
 	in->got = 1;
 	in->word = h->b;
 	now = ibmc__task_now();

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <sys/uio.h>
 
+#include "libjob/model.h"
 #include "libjob/send.h"
 
 static int fill(const struct ibmc__hdr *h, const void *payload, size_t plen,
@@ -23,13 +24,16 @@ int ibmc__send_pkt(struct ibmc_comm *comm, int to, const struct ibmc__hdr *h,
 	struct ibmc_context *ctx = comm->ctx;
 	unsigned char hb[IBMC__WIRE_CTL];
 	struct iovec iov[2];
-	int n = fill(h, payload, plen, hb, iov);
+	int n = fill(h, payload, plen, hb, iov), quiet, rc;
 
 	if (to < 0 || to >= comm->size)
 		return -EINVAL;
 	comm->st.packets_sent++;
 	comm->st.bytes_sent += plen;
-	return ctx->ops->send(ctx->tr, ctx->peer[comm->members[to]], iov, n);
+	quiet = ibmc__model_send_begin(ctx, h);
+	rc = ctx->ops->send(ctx->tr, ctx->peer[comm->members[to]], iov, n);
+	ibmc__model_send_end(ctx, quiet);
+	return rc;
 }
 
 int ibmc__mcast_pkt(struct ibmc_comm *comm, const struct ibmc__hdr *h,
@@ -38,11 +42,14 @@ int ibmc__mcast_pkt(struct ibmc_comm *comm, const struct ibmc__hdr *h,
 	struct ibmc_context *ctx = comm->ctx;
 	unsigned char hb[IBMC__WIRE_CTL];
 	struct iovec iov[2];
-	int n = fill(h, payload, plen, hb, iov);
+	int n = fill(h, payload, plen, hb, iov), quiet, rc;
 
 	if (comm->ghandle < 0)
 		return -ENOTCONN;
 	comm->st.packets_sent++;
 	comm->st.bytes_sent += plen;
-	return ctx->ops->mcast_send(ctx->tr, comm->ghandle, iov, n);
+	quiet = ibmc__model_send_begin(ctx, h);
+	rc = ctx->ops->mcast_send(ctx->tr, comm->ghandle, iov, n);
+	ibmc__model_send_end(ctx, quiet);
+	return rc;
 }

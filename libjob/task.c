@@ -16,6 +16,7 @@
 #include "libjob/coll/coll.h"
 #include "libjob/comm.h"
 #include "libjob/dispatch.h"
+#include "libjob/model.h"
 #include "libjob/task.h"
 
 /* Completed tasks kept per communicator to answer late packets, and for
@@ -244,6 +245,7 @@ int64_t ibmc__progress_all(struct ibmc_context *ctx, int64_t now)
 
 	struct ibmc_comm *cnext;
 
+	ibmc__model_progressed(ctx);
 	for (c = ctx->comms; c; c = cnext) {
 		cnext = c->next;
 		for (t = c->tasks; t; t = next) {
@@ -285,6 +287,7 @@ int ibmc__wait(struct ibmc_request *req)
 			hook(arg);
 		pthread_mutex_lock(&ctx->lock);
 	}
+	ibmc__model_call_return(ctx);
 	call_leave(ctx);
 	return req->rc;
 }
@@ -330,14 +333,16 @@ static int any_tasks(const struct ibmc_context *ctx, int lingering)
 	return 0;
 }
 
-void ibmc__drain(struct ibmc_context *ctx, int owed_ms, int late_ms)
+int ibmc__drain(struct ibmc_context *ctx, int owed_ms, int late_ms)
 {
 	int64_t start = ibmc__now_ms(), quiet;
 	uint64_t rx;
+	int rc;
 
 	call_enter(ctx);
 	while (any_tasks(ctx, 0) && ibmc__now_ms() - start < owed_ms)
 		step(ctx, NULL);
+	rc = any_tasks(ctx, 0) ? -ETIMEDOUT : 0;
 	start = quiet = ibmc__now_ms();
 	while (any_tasks(ctx, 1) && ibmc__now_ms() - start < late_ms &&
 	       ibmc__now_ms() - quiet < DRAIN_QUIET_MS) {
@@ -349,4 +354,5 @@ void ibmc__drain(struct ibmc_context *ctx, int owed_ms, int late_ms)
 			quiet = ibmc__now_ms();
 	}
 	call_leave(ctx);
+	return rc;
 }

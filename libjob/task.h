@@ -126,9 +126,10 @@ struct ibmc__task *ibmc__task_find(struct ibmc_comm *comm, uint32_t seq,
 /*
  * Before the context goes away: finish detached tasks (for at most
  * owed_ms), then serve late datagrams while tasks linger and datagrams
- * keep arriving (for at most late_ms). ctx->lock held.
+ * keep arriving (for at most late_ms). ctx->lock held. 0, or -ETIMEDOUT
+ * when something was still owed after owed_ms.
  */
-void ibmc__drain(struct ibmc_context *ctx, int owed_ms, int late_ms);
+int ibmc__drain(struct ibmc_context *ctx, int owed_ms, int late_ms);
 
 /* The progress thread (progress.c): started by ibmc_init unless
  * IBMCAST_PROGRESS_THREAD=0, stopped by ibmc_finalize (lock not held). */

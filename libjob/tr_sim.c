@@ -13,6 +13,7 @@
 
 #include "ibmcast/sim.h"
 #include "libjob/context.h"
+#include "libjob/task.h"
 #include "libjob/transport.h"
 #include "libjob/ud_addr.h"
 #include "libjob/ud_peers.h"
@@ -210,7 +211,23 @@ static int sim_recv(struct ibmc_tr *tr, struct ibmc_tr_pkt *pkt,
 	pkt->data = data;
 	pkt->len = len;
 	pkt->is_mcast = h.is_mcast;
+	pkt->model_ns = h.t_ns;
 	return 0;
+}
+
+static void sim_model_take(struct ibmc_tr *tr, uint64_t arrival_ns)
+{
+	ibmc__dp_take(tr->dp, arrival_ns);
+}
+
+static void sim_model_quiet(struct ibmc_tr *tr, int on, uint64_t at_ns)
+{
+	ibmc__dp_set_unmodeled(tr->dp, on, at_ns);
+}
+
+static uint64_t sim_model_clock(struct ibmc_tr *tr)
+{
+	return ibmc__dp_clock(tr->dp);
 }
 
 /* The data plane's socket; datagrams stashed in-process while a control
@@ -239,6 +256,9 @@ const struct ibmc_tr_ops ibmc__tr_sim_ops = {
 	.mcast_send = sim_mcast_send,
 	.recv = sim_recv,
 	.wait = sim_wait,
+	.model_take = sim_model_take,
+	.model_quiet = sim_model_quiet,
+	.model_clock = sim_model_clock,
 };
 
 /* ---- sim extensions (ibmcast/sim.h, ibmc_sim_clock_ns(3)) --------------- */
@@ -267,4 +287,30 @@ int ibmc_sim_clock_ns(ibmc_context_t *ctx, uint64_t *ns)
 int ibmc_sim_compute(ibmc_context_t *ctx, uint64_t ns)
 {
 	return sim_clock(ctx, ns, NULL);
+}
+
+int ibmc_sim_settle(ibmc_context_t *ctx, int timeout_ms)
+{
+	int rc;
+
+	if (!ctx || timeout_ms < 0)
+		return -EINVAL;
+	if (ctx->ops != &ibmc__tr_sim_ops || !ctx->tr)
+		return -ENOTSUP;
+	pthread_mutex_lock(&ctx->lock);
+	rc = ibmc__drain(ctx, timeout_ms, 0);
+	pthread_mutex_unlock(&ctx->lock);
+	return rc;
+}
+
+int ibmc_sim_return_ns(ibmc_context_t *ctx, uint64_t *ns)
+{
+	if (!ctx || !ns)
+		return -EINVAL;
+	if (ctx->ops != &ibmc__tr_sim_ops || !ctx->tr)
+		return -ENOTSUP;
+	pthread_mutex_lock(&ctx->lock);
+	*ns = ctx->call_return_ns;
+	pthread_mutex_unlock(&ctx->lock);
+	return 0;
 }

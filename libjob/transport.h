@@ -62,6 +62,7 @@ struct ibmc_tr_pkt {
 	const void *data;
 	size_t len;
 	int is_mcast;
+	uint64_t model_ns;	/* modeled arrival (model_take), 0: none */
 };
 
 struct ibmc_tr;	/* a transport instance; each implementation defines it */
@@ -101,6 +102,13 @@ struct ibmc_tr_ops {
 	 * run while another thread is in recv (the progress thread waits
 	 * with it outside the library lock); a spurious 0 is harmless. */
 	int (*wait)(struct ibmc_tr *tr, int timeout_ms);
+	/* Optional, transports that keep a modeled clock (sim; libjob/model.h):
+	 * take a received packet's modeled arrival into the clock (a message
+	 * the protocol needed), and make the next sends cost no modeled time
+	 * (on; stamped at_ns unless 0) or their ordinary cost again (off). */
+	void (*model_take)(struct ibmc_tr *tr, uint64_t arrival_ns);
+	void (*model_quiet)(struct ibmc_tr *tr, int on, uint64_t at_ns);
+	uint64_t (*model_clock)(struct ibmc_tr *tr);
 };
 
 extern const struct ibmc_tr_ops ibmc__tr_sim_ops;

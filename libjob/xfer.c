@@ -9,6 +9,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "libjob/comm.h"
+#include "libjob/model.h"
 #include "libjob/rtt.h"
 #include "libjob/send.h"
 #include "libjob/xfer.h"
@@ -40,8 +41,10 @@ void ibmc__xfers_fini(struct ibmc__xfers *xs)
 {
 	int i;
 
-	for (i = 0; xs->x && i < xs->n; i++)
+	for (i = 0; xs->x && i < xs->n; i++) {
 		free(xs->x[i].got);
+		free(xs->x[i].t_model);
+	}
 	free(xs->x);
 	xs->x = NULL;
 	xs->n = 0;
@@ -74,16 +77,26 @@ static size_t frag_len(const struct ibmc__xfer *x, uint32_t f)
 static void send_frag(struct ibmc__xfers *xs, struct ibmc__xfer *x,
 		      uint32_t f, int retx)
 {
+	struct ibmc_context *ctx = xs->task->comm->ctx;
 	struct ibmc__hdr h;
 
 	fill(xs, &h, IBMC__K_XDATA, x->tag);
 	h.a = f;
 	h.len = (uint32_t)x->len;
 	h.flags = retx ? IBMC__F_RETX : 0;
-	if (retx)
+	if (retx) {
 		xs->task->comm->st.retransmits++;
+		/* stamped as the first send: a fragment sent before the
+		 * peer posted its receive arrives in the model as if it
+		 * had been (model.h) */
+		ibmc__model_resend_on(ctx, x->t_model ? x->t_model[f] : 0);
+	}
 	ibmc__send_pkt(xs->task->comm, x->peer, &h,
 		       x->buf + (size_t)f * x->fragsz, frag_len(x, f));
+	if (retx)
+		ibmc__model_resend_off(ctx);
+	else if (x->t_model && !x->t_model[f])
+		x->t_model[f] = ibmc__model_clock(ctx);
 }
 
 static void send_ack(struct ibmc__xfers *xs, struct ibmc__xfer *x)
@@ -126,6 +139,10 @@ int ibmc__xfer_post(struct ibmc__xfers *xs, int i, int send, int peer,
 	if (!send) {
 		x->got = calloc((size_t)x->nfrags / 8 + 1, 1);
 		if (!x->got)
+			return -ENOMEM;
+	} else {
+		x->t_model = calloc(x->nfrags, sizeof(*x->t_model));
+		if (!x->t_model)
 			return -ENOMEM;
 	}
 	x->t_progress = ibmc__task_now();
@@ -171,7 +188,10 @@ static void on_data(struct ibmc__xfers *xs, const struct ibmc__hdr *h,
 		return;
 	}
 	if (x->done) {
-		send_ack(xs, x);	/* our final ack was lost */
+		/* our final ack was lost: recovery, not modeled */
+		ibmc__model_quiet_on(xs->task->comm->ctx);
+		send_ack(xs, x);
+		ibmc__model_quiet_off(xs->task->comm->ctx);
 		return;
 	}
 	if (f >= x->nfrags || plen != frag_len(x, f))
@@ -179,10 +199,14 @@ static void on_data(struct ibmc__xfers *xs, const struct ibmc__hdr *h,
 	if ((x->got[f >> 3] >> (f & 7)) & 1) {
 		xs->task->comm->st.duplicates++;
 		/* A resend: the sender did not hear our last ack. */
-		if (h->flags & IBMC__F_RETX)
+		if (h->flags & IBMC__F_RETX) {
+			ibmc__model_quiet_on(xs->task->comm->ctx);
 			send_ack(xs, x);
+			ibmc__model_quiet_off(xs->task->comm->ctx);
+		}
 		return;
 	}
+	ibmc__model_take(xs->task->comm->ctx);
 	if (plen)
 		memcpy(x->buf + (size_t)f * x->fragsz, payload, plen);
 	x->got[f >> 3] |= 1 << (f & 7);
@@ -212,6 +236,7 @@ static void on_ack(struct ibmc__xfers *xs, const struct ibmc__hdr *h)
 	if (!x || x->done || h->a > x->nfrags)
 		return;
 	if (h->a > x->acked || (h->a == x->acked && (h->mask & ~x->amask))) {
+		ibmc__model_take(xs->task->comm->ctx);
 		x->t_progress = now;
 		x->backoff = 0;
 		xs->progress_ms = ibmc__now_ms();

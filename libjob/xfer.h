@@ -40,6 +40,8 @@ struct ibmc__xfer {
 	int64_t t_progress;	/* us: last new ack (or first send) */
 	int64_t t_resend;	/* us: last resend on a gap report */
 	int backoff;
+	uint64_t *t_model;	/* modeled time each fragment first went
+				 * (model.h: its resends carry it) */
 	/* receiver */
 	unsigned char *got;	/* bitmap */
 	uint32_t have, top, acked_have;

@@ -106,13 +106,14 @@ void dp_model_free(struct dataplane *dp);
 int dp_model_preset(struct dp_model *m, const char *name);
 const char *dp_model_presets(void);
 /* One packet of len payload bytes leaves HCA hca, handed over at t:
- * modeled time its head enters the first link (injection queue and gap). */
+ * modeled time its head enters the first link (injection queue and gap).
+ * charge false: an unmodeled packet, which neither waits nor occupies. */
 uint64_t dp_model_inject(struct dataplane *dp, int hca, uint64_t t,
-			 size_t len, bool mc);
+			 size_t len, bool mc, bool charge);
 /* Its head reaches link at ready: when it starts crossing (FIFO behind
- * the link's earlier packets). */
+ * the link's earlier packets, in the order the daemon handles them). */
 uint64_t dp_model_link(struct dataplane *dp, int link, uint64_t ready,
-		       size_t len, bool mc);
+		       size_t len, bool mc, bool charge);
 /* Serialization time of one packet (the slower of injection and link). */
 uint64_t dp_model_ser(const struct dp_model *m, size_t len, bool mc);
 

@@ -23,6 +23,12 @@ tests_dataplane_dp_tool_SOURCES = tests/dataplane/dp_tool.c \
 # Own object names: libibmcast builds dp_client.c with libtool too.
 tests_dataplane_dp_tool_CPPFLAGS = $(AM_CPPFLAGS)
 tests_dataplane_dp_tool_LDADD = common/libibmcast_common.la
+# A ping-pong in modeled time, for model_closed_forms.sh.
+check_PROGRAMS += tests/dataplane/dp_pingpong
+tests_dataplane_dp_pingpong_SOURCES = tests/dataplane/dp_pingpong.c \
+	sim-fabric/dp_client.c sim-fabric/dp_client.h
+tests_dataplane_dp_pingpong_CPPFLAGS = $(AM_CPPFLAGS)
+tests_dataplane_dp_pingpong_LDADD = common/libibmcast_common.la
 endif
 
 if BUILD_OSM_PLUGIN

@@ -172,6 +172,7 @@ void dp_forward_uc(struct dataplane *dp, struct dp_ep *src,
 	int link, node, hops, port;
 	uint64_t t, start = 0, ser = dp_model_ser(md, len, false);
 	struct dp_ep *ep;
+	bool charge;
 
 	dp->sends++;
 	link = n->hca_port > 0 ? n->ports[n->hca_port].link : -1;
@@ -186,7 +187,8 @@ void dp_forward_uc(struct dataplane *dp, struct dp_ep *src,
 	r.o_s_ns = md->o_s_ns;
 	r.o_r_ns = md->o_r_ns;
 	node = src->hca;
-	t = dp_model_inject(dp, src->hca, s->t_ns, len, false);
+	charge = !(s->flags & IBMC_DP_SEND_UNMODELED);
+	t = dp_model_inject(dp, src->hca, s->t_ns, len, false, charge);
 	if (s->dlid == n->lid) {
 		/* The HCA loops it back itself, no link crossed. */
 		link = -1;
@@ -200,7 +202,7 @@ void dp_forward_uc(struct dataplane *dp, struct dp_ep *src,
 	for (hops = 0;; hops++) {
 		if (!cross(dp, link, len, faults))
 			return;
-		start = dp_model_link(dp, link, t, len, false);
+		start = dp_model_link(dp, link, t, len, false, charge);
 		t = start + md->link_ns + md->switch_ns;
 		node = fm->link[link].to;
 		if (!fm->node[node].is_switch)
@@ -275,6 +277,7 @@ void dp_forward_mc(struct dataplane *dp, struct dp_ep *src,
 	bool alive[1024], *ok = alive, *big = NULL;
 	uint64_t starts[1024], *st = starts, *bigst = NULL, inj, ready;
 	uint64_t ser = dp_model_ser(md, len, true);
+	bool charge = !(s->flags & IBMC_DP_SEND_UNMODELED);
 	int i, up;
 
 	dp->sends++;
@@ -291,7 +294,7 @@ void dp_forward_mc(struct dataplane *dp, struct dp_ep *src,
 	memcpy(r.mgid, s->mgid, 16);
 	r.o_s_ns = md->o_s_ns;
 	r.o_r_ns = md->o_r_ns;
-	inj = dp_model_inject(dp, src->hca, s->t_ns, len, true);
+	inj = dp_model_inject(dp, src->hca, s->t_ns, len, true, charge);
 	r.t_ns = inj + ser;
 	/* The HCA loops a multicast packet back to its other attached QPs
 	 * (not to the sending QP), whatever the switches do. */
@@ -332,7 +335,7 @@ void dp_forward_mc(struct dataplane *dp, struct dp_ep *src,
 		 * is through it, each behind its own queue only. */
 		ready = e->parent < 0 ? inj : st[e->parent] + md->link_ns +
 						 md->switch_ns;
-		st[i] = dp_model_link(dp, e->link, ready, len, true);
+		st[i] = dp_model_link(dp, e->link, ready, len, true, charge);
 		if (e->hca >= 0) {
 			r.t_ns = st[i] + ser + md->link_ns;
 			to_hca_group(dp, e->hca, src, e->link, &r, pl, len,

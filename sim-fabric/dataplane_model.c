@@ -87,24 +87,33 @@ uint64_t dp_model_ser(const struct dp_model *m, size_t len, bool mc)
 	return wire_ns(wire_bytes(m, len, mc), g);
 }
 
+/* An unmodeled packet (a retransmission: loss recovery is not modeled)
+ * neither waits in a queue nor leaves a trace in it: it arrives as an
+ * original sent at its stamp on an idle fabric would, so that neither
+ * how many of them real-time timers fired nor when the daemon handled
+ * them moves modeled time. */
 uint64_t dp_model_inject(struct dataplane *dp, int hca, uint64_t t,
-			 size_t len, bool mc)
+			 size_t len, bool mc, bool charge)
 {
 	struct dp_model *m = &dp->model;
 	uint64_t start = t > m->hca_busy[hca] ? t : m->hca_busy[hca];
 	uint64_t occ = wire_ns(wire_bytes(m, len, mc), m->inj_gbps);
 
+	if (!charge)
+		return t;
 	m->hca_busy[hca] = start + (occ > m->gap_ns ? occ : m->gap_ns);
 	return start;
 }
 
 uint64_t dp_model_link(struct dataplane *dp, int link, uint64_t ready,
-		       size_t len, bool mc)
+		       size_t len, bool mc, bool charge)
 {
 	struct dp_model *m = &dp->model;
 	uint64_t start = ready > m->link_busy[link] ? ready :
 						       m->link_busy[link];
 
+	if (!charge)
+		return ready;
 	m->link_busy[link] = start + wire_ns(wire_bytes(m, len, mc),
 					     m->link_gbps);
 	return start;

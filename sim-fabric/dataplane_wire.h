@@ -20,14 +20,15 @@
  * which the sender's CPU handed the packet to its HCA; every RECV carries
  * t_ns, its modeled arrival at this QP as the data plane's model computed
  * it, and the model's current overheads so the endpoint can keep its clock
- * (see ibmcast-dataplane(8), "MODELED TIME").
+ * (see ibmcast-dataplane(8), "MODELED TIME"). Version 3: a send may be
+ * flagged unmodeled (IBMC_DP_SEND_UNMODELED).
  */
 #ifndef IBMCAST_DATAPLANE_WIRE_H
 #define IBMCAST_DATAPLANE_WIRE_H
 
 #include <stdint.h>
 
-#define IBMC_DP_VERSION 2
+#define IBMC_DP_VERSION 3
 #define IBMC_DP_NODE_MAX 64		/* node name, NUL included */
 #define IBMC_DP_MAX_PAYLOAD 4096	/* largest IB MTU */
 #define IBMC_DP_MSG_MAX 4352		/* header + body + payload, rounded */
@@ -79,19 +80,25 @@ struct ibmc_dp_mcast {
 	uint16_t pad;
 };
 
+/* A send the model does not charge (IBMC_DP_SEND_UNMODELED): a
+ * retransmission or another packet that real-time timers made; it is
+ * carried and counted as usual but takes no modeled time on the HCA or on
+ * any link, so that loss recovery never moves modeled time. */
+#define IBMC_DP_SEND_UNMODELED 0x1
+
 struct ibmc_dp_send_uc {
 	uint16_t dlid;
 	uint16_t pad;
 	uint32_t dqpn;
 	uint32_t qkey;
-	uint32_t pad2;
+	uint32_t flags;		/* IBMC_DP_SEND_* */
 	uint64_t t_ns;		/* modeled send time */
 };
 
 struct ibmc_dp_send_mc {
 	uint8_t mgid[16];	/* carried in the GRH; receivers match on it */
 	uint16_t mlid;		/* the switches forward on this */
-	uint16_t pad;
+	uint16_t flags;		/* IBMC_DP_SEND_* */
 	uint32_t qkey;
 	uint64_t t_ns;		/* modeled send time */
 };

@@ -2,12 +2,13 @@
 /* dp_client.c - an endpoint of the simulated data plane over its
  * SOCK_SEQPACKET socket. Packets that arrive while a control reply is
  * awaited are kept, in order, for the next receive. It keeps the
- * endpoint's modeled clock: + o_s per send, max(clock, arrival) + o_r per
- * receive (ibmcast-dataplane(8), MODELED TIME). */
+ * endpoint's modeled clock: + o_s per charged send, max(clock, arrival) +
+ * o_r per receive its user takes (ibmcast-dataplane(8), MODELED TIME). */
 #include "config.h"
 
 #include <errno.h>
 #include <poll.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -34,6 +35,8 @@ struct ibmc_dp {
 	unsigned long errors;
 	uint64_t clock_ns;		/* modeled time */
 	uint32_t o_s_ns, o_r_ns;	/* the model's, as last heard */
+	bool unmodeled;			/* sends cost no modeled time */
+	uint64_t unmodeled_at;		/* ... stamped so, 0: now */
 	uint8_t buf[IBMC_DP_MSG_MAX + 64];
 };
 
@@ -239,6 +242,37 @@ void ibmc__dp_advance(struct ibmc_dp *dp, uint64_t ns)
 	dp->clock_ns += ns;
 }
 
+void ibmc__dp_take(struct ibmc_dp *dp, uint64_t arrival_ns)
+{
+	/* Waiting for it, the CPU idles until it is there; then it pays
+	 * its receive overhead. */
+	if (arrival_ns > dp->clock_ns)
+		dp->clock_ns = arrival_ns;
+	dp->clock_ns += dp->o_r_ns;
+}
+
+void ibmc__dp_set_unmodeled(struct ibmc_dp *dp, bool on, uint64_t at_ns)
+{
+	dp->unmodeled = on;
+	dp->unmodeled_at = on ? at_ns : 0;
+}
+
+/* A send's modeled time, and the clock after it unless it is unmodeled
+ * (then the data plane charges no queue for it either). */
+static uint64_t send_time(const struct ibmc_dp *dp, uint32_t *flags)
+{
+	*flags = dp->unmodeled ? IBMC_DP_SEND_UNMODELED : 0;
+	if (dp->unmodeled && dp->unmodeled_at)
+		return dp->unmodeled_at;
+	return dp->clock_ns + dp->o_s_ns;
+}
+
+static void sent(struct ibmc_dp *dp, uint64_t t_ns)
+{
+	if (!dp->unmodeled)
+		dp->clock_ns = t_ns;
+}
+
 static int mcast(struct ibmc_dp *dp, uint16_t type, const uint8_t mgid[16],
 		 uint16_t mlid)
 {
@@ -282,13 +316,12 @@ int ibmc__dp_send_uc(struct ibmc_dp *dp, uint16_t dlid, uint32_t dqpn,
 				     .qkey = qkey };
 	int ret;
 
-	s.t_ns = dp->clock_ns + dp->o_s_ns;
+	s.t_ns = send_time(dp, &s.flags);
 	ret = send_msg(dp, IBMC_DP_SEND_UC, &s, sizeof(s), iov, iovcnt);
 	if (!ret)
-		dp->clock_ns = s.t_ns;
+		sent(dp, s.t_ns);
 	return ret;
 }
-
 
 int ibmc__dp_send_mc(struct ibmc_dp *dp, const uint8_t mgid[16],
 		     uint16_t mlid, uint32_t qkey, const struct iovec *iov,
@@ -297,11 +330,14 @@ int ibmc__dp_send_mc(struct ibmc_dp *dp, const uint8_t mgid[16],
 	struct ibmc_dp_send_mc s = { .mlid = mlid, .qkey = qkey };
 	int ret;
 
+	uint32_t flags;
+
 	memcpy(s.mgid, mgid, 16);
-	s.t_ns = dp->clock_ns + dp->o_s_ns;
+	s.t_ns = send_time(dp, &flags);
+	s.flags = (uint16_t)flags;
 	ret = send_msg(dp, IBMC_DP_SEND_MC, &s, sizeof(s), iov, iovcnt);
 	if (!ret)
-		dp->clock_ns = s.t_ns;
+		sent(dp, s.t_ns);
 	return ret;
 }
 
@@ -324,13 +360,10 @@ static int view(struct ibmc_dp *dp, const uint8_t *buf, size_t n,
 	memcpy(hdr, buf + sizeof(h), sizeof(*hdr));
 	*data = buf + sizeof(h) + sizeof(*hdr);
 	*len = h.len;
-	/* Waiting for it, the CPU idles until it is there; then it pays
-	 * its receive overhead. */
+	/* The clock moves only when the user takes the packet
+	 * (ibmc__dp_take): a duplicate or a late copy costs nothing. */
 	dp->o_s_ns = hdr->o_s_ns;
 	dp->o_r_ns = hdr->o_r_ns;
-	if (hdr->t_ns > dp->clock_ns)
-		dp->clock_ns = hdr->t_ns;
-	dp->clock_ns += dp->o_r_ns;
 	return 0;
 }
 

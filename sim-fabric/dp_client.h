@@ -8,6 +8,7 @@
 #ifndef IBMCAST_DP_CLIENT_H
 #define IBMCAST_DP_CLIENT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/uio.h>
@@ -52,10 +53,19 @@ int ibmc__dp_recv(struct ibmc_dp *dp, struct ibmc_dp_recv *hdr,
 
 /* The endpoint's modeled clock, ns (ibmcast-dataplane(8), MODELED TIME):
  * starts at the open's monotonic time; a send adds the model's o_s and
- * stamps the packet; a receive sets max(clock, the packet's modeled
- * arrival) + o_r. ibmc__dp_advance adds declared time (computation). */
+ * stamps the packet (an unmodeled one only stamps it); a receive moves
+ * nothing until the user takes the packet, hdr->t_ns, with ibmc__dp_take:
+ * max(clock, arrival) + o_r. So only the packets a protocol needs cost
+ * modeled time, not duplicates, late copies or retransmissions.
+ * ibmc__dp_advance adds declared time (computation). */
 uint64_t ibmc__dp_clock(const struct ibmc_dp *dp);
 void ibmc__dp_advance(struct ibmc_dp *dp, uint64_t ns);
+void ibmc__dp_take(struct ibmc_dp *dp, uint64_t arrival_ns);
+/* While on, sends are flagged IBMC_DP_SEND_UNMODELED: they cost no
+ * modeled time here nor in the data plane's queues (loss recovery and
+ * timer-driven packets, whose number depends on real time), and carry
+ * the stamp at_ns when it is not 0 (a retransmission: its original's). */
+void ibmc__dp_set_unmodeled(struct ibmc_dp *dp, bool on, uint64_t at_ns);
 
 /* Errors the daemon sent for sends (malformed, over the MTU), since open. */
 unsigned long ibmc__dp_errors(const struct ibmc_dp *dp);

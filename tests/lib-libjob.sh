@@ -90,6 +90,13 @@ bcast_run() {
 	fi
 }
 
+# within_2pct MEASURED EXPECTED: MEASURED is positive and within 2% of
+# EXPECTED (modeled times against their closed forms).
+within_2pct() {
+	awk -v m="${1:-0}" -v e="${2:-0}" 'BEGIN { d = m - e; if (d < 0) d = -d
+		exit !(m > 0 && d <= 0.02 * e) }'
+}
+
 # bcast_field KEY: the value of KEY=VALUE in the last bcast_run's output.
 bcast_field() {
 	grep -oE "(^|[ ])$1=[^ ]+" <<< "$BCAST_OUT" | tail -n 1 | cut -d= -f2

@@ -31,11 +31,10 @@ tests_libjob_bcast_skew_LDADD = libjob/libibmcast.la
 if BUILD_OSM_PLUGIN
 TESTS += tests/integration/libjob_bcast.sh
 TESTS += tests/integration/libjob_early_exit.sh
-# Not in TESTS yet: modeled time still depends on the order packets are
-# processed in real time (see README, "Modeled time"), so these pass on an
-# idle machine and fail now and then beside other tests; run them by hand.
-EXTRA_DIST += tests/integration/model_closed_forms.sh \
-	tests/integration/model_host_independent.sh
+# Modeled time (README, "Modeled time on the simulated fabric").
+TESTS += tests/integration/model_closed_forms.sh \
+	tests/integration/model_host_independent.sh \
+	tests/integration/model_contention.sh
 if BUILD_SPANK
 TESTS += tests/integration/libjob_pmi2.sh
 endif

@@ -19,6 +19,14 @@ extern "C" {
 int ibmc_sim_clock_ns(ibmc_context_t *ctx, uint64_t *ns);
 /* Declare ns of work outside the library: the modeled clock moves on. */
 int ibmc_sim_compute(ibmc_context_t *ctx, uint64_t ns);
+/* The modeled clock when the context's last blocking collective call (or
+ * ibmc_wait) returned: what the progress thread takes in afterwards is
+ * not in it. 0, or -ENOTSUP off the sim transport. */
+int ibmc_sim_return_ns(ibmc_context_t *ctx, uint64_t *ns);
+/* Wait (at most timeout_ms of real time) until this rank owes nothing
+ * to any collective it returned from, so that the next one starts from
+ * idle queues: 0, -ETIMEDOUT, or -ENOTSUP off the sim transport. */
+int ibmc_sim_settle(ibmc_context_t *ctx, int timeout_ms);
 
 #ifdef __cplusplus
 }

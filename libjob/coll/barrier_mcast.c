@@ -23,6 +23,7 @@
 #include "common/clock.h"
 #include "libjob/coll/barrier.h"
 #include "libjob/comm.h"
+#include "libjob/model.h"
 #include "libjob/rtt.h"
 #include "libjob/send.h"
 #include "libjob/tree.h"
@@ -138,7 +139,9 @@ static int progress(struct ibmc__task *t, int64_t now)
 		m->report_at = now;
 		m->next_report = now + report_rto(t, m);
 	} else if (m->reported && now >= m->next_report) {
+		ibmc__model_quiet_on(t->comm->ctx);
 		send_slot(t, m->tree.parent, SLOT_ARRIVE);
+		ibmc__model_quiet_off(t->comm->ctx);
 		t->comm->st.pulls++;
 		if (m->resends < 16)
 			m->resends++;
@@ -175,11 +178,15 @@ static void input(struct ibmc__task *t, const struct ibmc__hdr *h,
 		if (i < 0)
 			return;
 		if (!m->arrived[i]) {
+			ibmc__model_take(t->comm->ctx);
 			m->arrived[i] = 1;
 			m->narrived++;
 			m->last_progress = ibmc__now_ms();
 		} else if (m->released) {
+			/* its release was lost: recovery, not modeled */
+			ibmc__model_quiet_on(t->comm->ctx);
 			send_slot(t, (int)h->src, SLOT_RELEASE);
+			ibmc__model_quiet_off(t->comm->ctx);
 		}
 	} else if (h->a == SLOT_RELEASE && !m->released) {
 		if (is_mcast ? (int)h->src != 0 : (int)h->src != m->tree.parent)
@@ -192,6 +199,7 @@ static void input(struct ibmc__task *t, const struct ibmc__hdr *h,
 				ibmc__rtt_sample(&t->comm->rel_rtt,
 						 now - m->report_at);
 		}
+		ibmc__model_take(t->comm->ctx);
 		release(t, m, is_mcast);
 	}
 }
@@ -220,8 +228,11 @@ static void late(struct ibmc__task *t, const struct ibmc__hdr *h,
 	(void)payload;
 	(void)plen;
 	if (m->released && h->kind == IBMC__K_MSG && h->a == SLOT_ARRIVE &&
-	    !is_mcast && child_index(m, (int)h->src) >= 0)
+	    !is_mcast && child_index(m, (int)h->src) >= 0) {
+		ibmc__model_quiet_on(t->comm->ctx);
 		send_slot(t, (int)h->src, SLOT_RELEASE);
+		ibmc__model_quiet_off(t->comm->ctx);
+	}
 }
 
 static void fini(struct ibmc__task *t)

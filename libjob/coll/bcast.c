@@ -187,6 +187,7 @@ static int t_progress(struct ibmc__task *t, int64_t now)
 			b->op.buf = b->copy;
 		}
 		count(t, b);
+		b->op.returned = 1;
 		ibmc__task_answer(t, 0);
 	}
 	return IBMC_INPROGRESS;

@@ -135,7 +135,7 @@ for n in "${NODES[@]}"; do
 done
 say "warm-up done; $REPS calls a point"
 
-echo "coll,nodes,per_node,ranks,algo,size,reps,median_us,link_bytes_per_call,link_packets_per_call,algo_used,retransmits,timeouts" > "$CSV"
+echo "coll,nodes,per_node,ranks,algo,size,reps,median_us,link_bytes_per_call,link_packets_per_call,algo_used,retransmits,timeouts,model_us" > "$CSV"
 FAILED=0
 
 kv() { grep -oE "(^|[ ])$1=[^ ]+" <<< "$2" | tail -n 1 | cut -d= -f2; }
@@ -157,13 +157,13 @@ point() {
 	if [ "$rc" != 0 ] || [ -z "$t" ]; then
 		FAILED=$((FAILED + 1))
 		say "FAILED: $n nodes x $k $algo $size B (exit $rc): $(grep -m1 'coll_check:' <<< "$out")"
-		echo "$COLL,$n,$k,$((n * k)),$algo,$size,$REPS,,,,failed,," >> "$CSV"
+		echo "$COLL,$n,$k,$((n * k)),$algo,$size,$REPS,,,,failed,,," >> "$CSV"
 		return 1
 	fi
-	echo "$COLL,$n,$k,$((n * k)),$algo,$size,$REPS,$(kv median_us "$t"),$((bytes / REPS)),$((pkts / REPS)),$(kv algo "$t"),$(kv retransmits "$out"),$(kv timeouts "$out")" >> "$CSV"
-	say "$(printf '%2d nodes x%d %-18s %8d B: %10s us median, %12d link bytes/call, %8d link packets/call (%s; retx %s)' \
-		"$n" "$k" "$algo" "$size" "$(kv median_us "$t")" $((bytes / REPS)) \
-		$((pkts / REPS)) "$(kv algo "$t")" "$(kv retransmits "$out")")"
+	echo "$COLL,$n,$k,$((n * k)),$algo,$size,$REPS,$(kv median_us "$t"),$((bytes / REPS)),$((pkts / REPS)),$(kv algo "$t"),$(kv retransmits "$out"),$(kv timeouts "$out"),$(kv model_us "$t")" >> "$CSV"
+	say "$(printf '%2d nodes x%d %-18s %8d B: %10s us median wall, %9s us modeled, %12d link bytes/call, %8d link packets/call (%s; retx %s)' \
+		"$n" "$k" "$algo" "$size" "$(kv median_us "$t")" "$(kv model_us "$t")" \
+		$((bytes / REPS)) $((pkts / REPS)) "$(kv algo "$t")" "$(kv retransmits "$out")")"
 }
 
 # mpi_point NODES PER_NODE SIZE: MPICH on as many ranks, all on this host.
@@ -179,7 +179,7 @@ mpi_point() {
 		tail -n 3 <<< "$out" >&2
 		return 1
 	fi
-	echo "$COLL,$n,$k,$((n * k)),mpich,$size,$REPS,$(kv median_us "$t"),,,mpi,," >> "$CSV"
+	echo "$COLL,$n,$k,$((n * k)),mpich,$size,$REPS,$(kv median_us "$t"),,,mpi,,," >> "$CSV"
 	say "$(printf '%3d ranks   MPICH              %8d B: %10s us median' \
 		$((n * k)) "$size" "$(kv median_us "$t")")"
 }
@@ -210,7 +210,8 @@ fi
 NCORES=$(nproc 2> /dev/null || echo '?')
 echo
 echo "$COLL on a $HOSTS-host 2-level fat tree (radix 16), $(date -u '+%Y-%m-%d %H:%M UTC'), $NCORES cores"
-echo "time = first rank's start to last rank's return, us (median of $REPS); KiB = every"
+echo "time = first rank's start to last rank's return, us (median of $REPS; the CSV's"
+echo "model_us: the same in modeled time, ibmcast-dataplane(8)); KiB = every"
 echo "link's bytes per call / 1024 (data, acks, repairs); pk = link packets per call;"
 [ "$COLL" = allgather ] && echo "size = bytes per rank" ||
 	echo "size = bytes of the vector (doubles, MPI_SUM)"
@@ -278,7 +279,7 @@ else
 	awk -F, '
 	NR == 1 { next }
 	$3 >= 2 && $11 != "failed" { b[$2, $3, $6, $5] = $9; p[$2, $3, $6, $5] = $10
-		t[$2, $3, $6, $5] = $8
+		t[$2, $3, $6, $5] = $14
 		k = $2 SUBSEP $3 SUBSEP $6; if (!(k in s)) { s[k] = 1; key[n++] = k } }
 	END {
 		ok = 1; seen = 0
@@ -294,7 +295,7 @@ else
 			qb = b[k, "shm_leader"] > 0 ? b[k, best] / b[k, "shm_leader"] : 0
 			qp = p[k, "shm_leader"] > 0 ? p[k, best] / p[k, "shm_leader"] : 0
 			seen = 1
-			printf "  %2d nodes x%d %8d B: %.2fx fewer bytes, %.2fx fewer packets than %s (target %dx), time %.0f vs %.0f us  %s\n",
+			printf "  %2d nodes x%d %8d B: %.2fx fewer bytes, %.2fx fewer packets than %s (target %dx), modeled time %.1f vs %.1f us  %s\n",
 				f[1], f[2], f[3], qb, qp, best == "ring" ? "ring" : "rd", want,
 				t[k, "shm_leader"], t[k, best], ((qb >= want && qp >= want) ? "met" : "NOT met")
 			if (qb < want || qp < want) ok = 0

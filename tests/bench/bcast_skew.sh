@@ -165,7 +165,7 @@ for n in "${RANKS[@]}"; do
 done
 say "warm-up broadcasts done"
 
-echo "ranks,rep,config,size,skew_x,avg_skew_us,all_us,root_us,member_us,delay_us,algo,mcast,calls,bad,longest_us,retransmits,repairs,timeouts,pulls" > "$CSV"
+echo "ranks,rep,config,size,skew_x,avg_skew_us,all_us,root_us,member_us,delay_us,algo,mcast,calls,bad,longest_us,retransmits,repairs,timeouts,pulls,model_all_us" > "$CSV"
 FAILED=0
 for n in "${RANKS[@]}"; do
 	BASE=auto
@@ -196,12 +196,13 @@ for n in "${RANKS[@]}"; do
 			grep '^point ' "$log" | awk -v n="$n" -v rep="$rep" \
 				-v cfg="$cfg" '
 				{ for (i = 2; i <= NF; i++) { split($i, kv, "="); v[kv[1]] = kv[2] }
-				  printf "%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n", n,
+				  printf "%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s\n", n,
 					rep, cfg, v["size"], v["skew_x"], v["avg_skew_us"],
 					v["all_us"], v["root_us"], v["member_us"],
 					v["delay_us"], v["algo"], v["mcast"], v["calls"],
 					v["bad"], v["longest_us"], v["retransmits"],
-					v["repairs"], v["timeouts"], v["pulls"] }' >> "$CSV"
+					v["repairs"], v["timeouts"], v["pulls"],
+					v["model_all_us"] }' >> "$CSV"
 		done
 	done
 done

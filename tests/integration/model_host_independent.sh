@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Modeled time does not depend on this machine: the same broadcasts run
 # idle and under a CPU hog (one busy loop per core, stopped by PID) give
-# modeled times within 2% of each other, while wall times differ.
+# modeled times within 2% of each other, while wall times differ (they
+# are reported; on a shared machine they need not differ every time).
 
 # shellcheck disable=SC1091
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
@@ -18,8 +19,8 @@ libjob_reserve 301 'node[1-16]' 4 || bail_out "job 301 not ready"
 
 SIZES=1,4000,100K
 run() {
-	bcast_run "$1: 2 ranks, binomial, $SIZES" 2 'node[1-2]' --job 301 -- \
-		--timing --reps 5 --roots 0 --sizes $SIZES --algo binomial
+	bcast_run "$1: 8 ranks, binomial, $SIZES" 8 'node[1-8]' --job 301 -- \
+		--timing --reps 3 --roots 0 --sizes $SIZES --algo binomial
 	diag "$(grep 'time size' <<< "$BCAST_OUT")"
 }
 
@@ -41,8 +42,7 @@ field() {
 }
 for size in 1 4000 102400; do
 	a=$(field "$idle" $size model_us) b=$(field "$busy" $size model_us)
-	awk -v a="${a:-0}" -v b="${b:-1}" 'BEGIN { d = a - b; if (d < 0) d = -d
-		exit !(a > 0 && d <= 0.02 * a) }'
+	within_2pct "$b" "$a"
 	ok $? "$size B: modeled ${a:-?} us idle, ${b:-?} us busy (wall" \
 		"$(field "$idle" $size median_us) us idle," \
 		"$(field "$busy" $size median_us) us busy)"

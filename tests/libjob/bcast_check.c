@@ -75,7 +75,10 @@ static void usage(FILE *f)
 		"--timing prints per-size completion times (all ranks start together;\n"
 		"end = the last rank's return), in wall time and, on the simulated\n"
 		"fabric, in modeled time (ibmc_sim_clock_ns(3): every rank's clock is\n"
-		"moved to a common start first). Exit 0 when every broadcast on every\n"
+		"moved to a common start first, after every rank settled the\n"
+		"last broadcast; with --halves the two halves broadcast at\n"
+		"once, each on its own communicator, and each half's modeled\n"
+		"time is printed too). Exit 0 when every broadcast on every\n"
 		"rank was correct, 1 if any was not, 2 on setup errors.\n",
 		prog);
 }
@@ -287,29 +290,10 @@ static void *run_comm(void *arg)
 /* Timing mode: each broadcast starts after a bootstrap barrier, so all
  * ranks start together; completion = the last rank's end, on the machine's
  * one monotonic clock (every rank of the simulated fabric runs here). */
-/* Modeled time: every rank's clock to the latest one plus a margin that
- * lets the model's queues drain, so that all start together; returns the
- * common start. */
+/* Modeled time: the common start of every rank (check_util.h). */
 static uint64_t model_align(void)
 {
-	uint64_t c, *all, t0 = 0;
-	int k;
-
-	if (!modeled)
-		return 0;
-	all = malloc(sizeof(*all) * (size_t)bs.size);
-	if (!all || ibmc_sim_clock_ns(the_ctx, &c) ||
-	    bs.allgather(bs.arg, &c, all, sizeof(c)))
-		die("aligning the modeled clocks failed");
-	for (k = 0; k < bs.size; k++)
-		if (all[k] > t0)
-			t0 = all[k];
-	t0 += 1000000;
-	if (ibmc_sim_clock_ns(the_ctx, &c) || (t0 > c &&
-	    ibmc_sim_compute(the_ctx, t0 - c)))
-		die("aligning the modeled clocks failed");
-	free(all);
-	return t0;
+	return modeled ? check_model_align(the_ctx) : 0;
 }
 
 static void sort(double *v, int n)
@@ -331,13 +315,15 @@ static double median(const double *v, int n)
 }
 
 static double *model_med, *model_max, *model_first, *model_min;
+static double *model_half[2];	/* --halves: the later rank of each half */
 
 static int run_timed(struct job *j, double *cmpl_med, double *cmpl_max)
 {
 	const struct opts *o = j->o;
 	int n = ibmc_comm_size(j->comm), si, rep, k, root, bad = 0;
 	double secs, mine[3], *all, *samples, *msamp, *mfirst, t, t0, t1, m;
-	uint64_t mt0, c;
+	double *hsamp[2];
+	uint64_t mt0;
 	size_t maxlen = 1;
 	uint8_t *buf;
 
@@ -349,7 +335,10 @@ static int run_timed(struct job *j, double *cmpl_med, double *cmpl_max)
 	samples = malloc(sizeof(double) * (size_t)o->reps);
 	msamp = malloc(sizeof(double) * (size_t)o->reps);
 	mfirst = malloc(sizeof(double) * (size_t)o->reps);
-	if (!buf || !all || !samples || !msamp || !mfirst)
+	hsamp[0] = calloc((size_t)o->reps, sizeof(double));
+	hsamp[1] = calloc((size_t)o->reps, sizeof(double));
+	if (!buf || !all || !samples || !msamp || !mfirst || !hsamp[0] ||
+	    !hsamp[1])
 		die("out of memory");
 	for (si = 0; si < o->nsizes; si++) {
 		for (rep = 0; rep < o->reps; rep++) {
@@ -365,14 +354,24 @@ static int run_timed(struct job *j, double *cmpl_med, double *cmpl_max)
 				j->ok++;
 			mine[1] = now();
 			mine[2] = 0;
-			if (modeled && !ibmc_sim_clock_ns(the_ctx, &c))
-				mine[2] = (double)(c - mt0) * 1e-9;
+			/* at the return: what the progress thread takes
+			 * in afterwards is not this broadcast's time */
+			if (modeled)
+				mine[2] = check_model_since(the_ctx, mt0);
 			if (bs.allgather(bs.arg, mine, all, sizeof(mine)))
 				die("bootstrap allgather failed");
 			/* from the first start to the last end */
 			t0 = all[0];
 			t1 = all[1];
 			m = mfirst[rep] = all[2];
+			hsamp[0][rep] = hsamp[1][rep] = 0;
+			for (k = 0; k < bs.size; k++) {
+				/* the halves: the first bs.size / 2 ranks */
+				int hf = k >= bs.size / 2;
+
+				if (all[3 * k + 2] > hsamp[hf][rep])
+					hsamp[hf][rep] = all[3 * k + 2];
+			}
 			for (k = 1; k < bs.size; k++) {
 				if (all[3 * k] < t0)
 					t0 = all[3 * k];
@@ -398,9 +397,15 @@ static int run_timed(struct job *j, double *cmpl_med, double *cmpl_max)
 		model_max[si] = msamp[o->reps - 1];
 		model_min[si] = msamp[0];
 		model_first[si] = median(mfirst, o->reps);
+		for (k = 0; k < 2 && o->halves; k++) {
+			sort(hsamp[k], o->reps);
+			model_half[k][si] = median(hsamp[k], o->reps);
+		}
 	}
 	free(msamp);
 	free(mfirst);
+	free(hsamp[0]);
+	free(hsamp[1]);
 	j->bad += (uint64_t)bad;
 	ibmc_comm_get_stats(j->comm, &j->st);
 	free(samples);
@@ -422,7 +427,7 @@ int main(int argc, char **argv)
 	pthread_t th[MAX_COMMS + 2];
 	ibmc_context_t *ctx;
 	struct verdict v = { 0 }, *all;
-	int rc, i, k, nj, n, *half = NULL, nhalf = 0;
+	int rc, i, k, nj, n, *half = NULL, nhalf = 0, timed = 0;
 	double *med = NULL, *max = NULL, t0;
 
 	memset(&o, 0, sizeof(o));
@@ -490,15 +495,20 @@ int main(int argc, char **argv)
 		model_max = calloc((size_t)o.nsizes, sizeof(double));
 		model_first = calloc((size_t)o.nsizes, sizeof(double));
 		model_min = calloc((size_t)o.nsizes, sizeof(double));
+		model_half[0] = calloc((size_t)o.nsizes, sizeof(double));
+		model_half[1] = calloc((size_t)o.nsizes, sizeof(double));
 		if (!med || !max || !model_med || !model_max || !model_first ||
-		    !model_min)
+		    !model_min || !model_half[0] || !model_half[1])
 			die("out of memory");
 		{
 			uint64_t c;
 
 			modeled = !ibmc_sim_clock_ns(ctx, &c);
 		}
-		run_timed(&jobs[0], med, max);
+		/* --halves: each half broadcasts on its own communicator,
+		 * both at once (contention between them shows) */
+		timed = o.halves && half ? nj - 1 : 0;
+		run_timed(&jobs[timed], med, max);
 	} else {
 		for (i = 0; i < nj; i++)
 			if (pthread_create(&th[i], NULL, run_comm, &jobs[i]))
@@ -506,7 +516,9 @@ int main(int argc, char **argv)
 		for (i = 0; i < nj; i++)
 			pthread_join(th[i], NULL);
 	}
-	for (i = 0; i < (o.timing ? 1 : nj); i++) {
+	for (i = 0; i < nj; i++) {
+		if (o.timing && i != timed)
+			continue;
 		v.ok += jobs[i].ok;
 		v.bad += jobs[i].bad;
 		v.mcast += jobs[i].mcast;
@@ -567,7 +579,8 @@ int main(int argc, char **argv)
 				printf("%stime size=%zu algo=%s reps=%d "
 				       "median_us=%.1f max_us=%.1f",
 				       o.tap ? "# " : "", o.sizes[i],
-				       ibmc_comm_last_bcast_algo(jobs[0].comm),
+				       ibmc_comm_last_bcast_algo(
+					       jobs[timed].comm),
 				       o.reps, med[i] * 1e6, max[i] * 1e6);
 				if (modeled)
 					printf(" model_us=%.3f model_max_us=%.3f"
@@ -577,6 +590,11 @@ int main(int argc, char **argv)
 					       model_max[i] * 1e6,
 					       model_first[i] * 1e6,
 					       model_min[i] * 1e6);
+				if (modeled && o.halves && half)
+					printf(" model_half0_us=%.3f"
+					       " model_half1_us=%.3f",
+					       model_half[0][i] * 1e6,
+					       model_half[1][i] * 1e6);
 				printf("\n");
 			}
 		fflush(stdout);
@@ -596,6 +614,8 @@ int main(int argc, char **argv)
 	free(model_max);
 	free(model_first);
 	free(model_min);
+	free(model_half[0]);
+	free(model_half[1]);
 	free(o.roots);
 	return v.bad || v.unexpected ? 1 : 0;
 }

@@ -20,6 +20,7 @@
 #include <time.h>
 
 #include "ibmcast/ibmcast.h"
+#include "ibmcast/sim.h"
 #include "tests/libjob/check_util.h"
 
 #define MAX_SIZES 16
@@ -46,6 +47,9 @@ struct point {
 	double in_member;	/* ... of the calls as non-root */
 	double delay;		/* seconds from the barrier to the call */
 	double longest;		/* the longest call */
+	double model_all;	/* modeled seconds inside ibmc_bcast, every
+				 * call (the simulated fabric; the skew is
+				 * declared with ibmc_sim_compute) */
 	uint32_t n_root, n_member, bad, mcast;
 	/* the communicator's counters over the point: what the protocol
 	 * had to recover, to tell it from the machine's scheduling */
@@ -225,13 +229,14 @@ static void warm_up(ibmc_comm_t *comm, uint8_t *buf, size_t len, int n)
 }
 
 /* One point: o->iters skewed broadcasts of len bytes. */
-static void run_point(ibmc_comm_t *comm, const struct opts *o, uint8_t *buf,
-		      size_t len, double max_skew, int base_it,
-		      struct point *p)
+static void run_point(ibmc_context_t *ctx, ibmc_comm_t *comm,
+		      const struct opts *o, uint8_t *buf, size_t len,
+		      double max_skew, int base_it, struct point *p)
 {
 	int n = ibmc_comm_size(comm), me = ibmc_comm_rank(comm);
 	int it, root, rc;
 	double d, t0, t1, tb;
+	uint64_t m0;
 	ibmc_comm_stats_t st0, st1;
 	uint32_t seed;
 	size_t i;
@@ -252,12 +257,21 @@ static void run_point(ibmc_comm_t *comm, const struct opts *o, uint8_t *buf,
 		rc = ibmc_barrier(comm);
 		if (rc)
 			die("ibmc_barrier: %s", ibmc_strerror(rc));
+		/* Modeled time: from a common start, a skewed rank enters
+		 * d later, declared as computation (ibmc_sim_compute(3)). */
+		m0 = check_model_align(ctx);
+		if (m0 && me != root && d > 0 &&
+		    ibmc_sim_compute(ctx, (uint64_t)(d * 1e9)))
+			die("ibmc_sim_compute failed");
 		tb = now();
 		if (me != root && d > 0)
 			sleep_until(tb + d);
 		t0 = now();
 		rc = ibmc_bcast(comm, buf, len, root);
 		t1 = now();
+		if (m0)
+			p->model_all += check_model_since(ctx, m0) -
+					(me != root ? d : 0);
 		if (!strcmp(ibmc_comm_last_bcast_algo(comm), "mcast"))
 			p->mcast++;
 		p->in_all += t1 - t0;
@@ -310,6 +324,7 @@ static void gather(const struct point *mine, struct point *all,
 		sum->in_root += all[k].in_root;
 		sum->in_member += all[k].in_member;
 		sum->delay += all[k].delay;
+		sum->model_all += all[k].model_all;
 		if (all[k].longest > sum->longest)
 			sum->longest = all[k].longest;
 		sum->n_root += all[k].n_root;
@@ -367,8 +382,8 @@ int main(int argc, char **argv)
 			 * uniform draws from [0, max]: seed 001's
 			 * "average skew" */
 			avg = o.skew_x[k] * o.base_us[si] * 1e-6;
-			run_point(comm, &o, buf, o.sizes[si], 3 * avg, it,
-				  &mine);
+			run_point(ctx, comm, &o, buf, o.sizes[si], 3 * avg,
+				  it, &mine);
 			it += o.iters;
 			gather(&mine, all, &s);
 			bad += s.bad;
@@ -386,7 +401,8 @@ int main(int argc, char **argv)
 				       "member_us=%.1f delay_us=%.1f "
 				       "longest_us=%.1f algo=%s mcast=%u "
 				       "calls=%.0f bad=%u retransmits=%u "
-				       "repairs=%u timeouts=%u pulls=%u\n",
+				       "repairs=%u timeouts=%u pulls=%u "
+				       "model_all_us=%.3f\n",
 				       o.sizes[si], o.skew_x[k], avg * 1e6,
 				       3 * avg * 1e6, o.iters,
 				       s.in_all / calls * 1e6,
@@ -398,7 +414,8 @@ int main(int argc, char **argv)
 				       s.longest * 1e6,
 				       ibmc_comm_last_bcast_algo(comm),
 				       s.mcast, calls, s.bad, s.retransmits,
-				       s.repairs, s.timeouts, s.pulls);
+				       s.repairs, s.timeouts, s.pulls,
+				       s.model_all / calls * 1e6);
 				fflush(stdout);
 			}
 		}

@@ -10,6 +10,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "ibmcast/sim.h"
 #include "tests/libjob/check_util.h"
 
 void die(const char *fmt, ...)
@@ -63,6 +64,40 @@ double now(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+uint64_t check_model_align(ibmc_context_t *ctx)
+{
+	uint64_t c, *all, t0 = 0;
+	int k, rc;
+
+	if (ibmc_sim_clock_ns(ctx, &c))
+		return 0;
+	rc = ibmc_sim_settle(ctx, 30000);
+	if (rc)
+		die("settling the last collective: %s", ibmc_strerror(rc));
+	all = malloc(sizeof(*all) * (size_t)bs.size);
+	if (!all || ibmc_sim_clock_ns(ctx, &c) ||
+	    bs.allgather(bs.arg, &c, all, sizeof(c)))
+		die("aligning the modeled clocks failed");
+	for (k = 0; k < bs.size; k++)
+		if (all[k] > t0)
+			t0 = all[k];
+	t0 += 1000000;
+	if (ibmc_sim_clock_ns(ctx, &c) ||
+	    (t0 > c && ibmc_sim_compute(ctx, t0 - c)))
+		die("aligning the modeled clocks failed");
+	free(all);
+	return t0;
+}
+
+double check_model_since(ibmc_context_t *ctx, uint64_t start)
+{
+	uint64_t c;
+
+	if (!start || ibmc_sim_return_ns(ctx, &c) || c < start)
+		return 0;
+	return (double)(c - start) * 1e-9;
 }
 
 int parse_size(const char *s, size_t *out)

@@ -9,6 +9,7 @@
 #define IBMCAST_TESTS_CHECK_UTIL_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "ibmcast/ibmcast.h"
 
@@ -30,6 +31,17 @@ void die(const char *fmt, ...) __attribute__((format(printf, 1, 2),
 
 /* CLOCK_MONOTONIC in seconds. */
 double now(void);
+
+/* Modeled time on the simulated fabric (ibmc_sim_clock_ns(3)). Every rank
+ * first settles what it still owes the last collective (else it lands in
+ * the next one's time or not, by real time), then every clock goes to the
+ * latest one plus 1 ms that lets the model's queues drain: returns that
+ * common start, or 0 when the transport models no time. Collective: all
+ * ranks call it. */
+uint64_t check_model_align(ibmc_context_t *ctx);
+/* Seconds of modeled time from start to this rank's last return from a
+ * blocking call (ibmc_sim_return_ns(3)); 0 without a model. */
+double check_model_since(ibmc_context_t *ctx, uint64_t start);
 
 /* "4096", "4K", "1M" (binary units, at most 2^32-1): 0, or -1. */
 int parse_size(const char *s, size_t *out);

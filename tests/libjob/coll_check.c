@@ -26,6 +26,7 @@
 #include <time.h>
 
 #include "ibmcast/ibmcast.h"
+#include "ibmcast/sim.h"
 #include "tests/libjob/check_util.h"
 
 #define MAX_SIZES 64
@@ -75,6 +76,7 @@ struct job {
 	int index;
 	int color;		/* members of one communicator share it */
 	ibmc_comm_t *comm;
+	ibmc_context_t *ctx;
 	const struct opts *o;
 	uint64_t ok, bad, unexpected;
 	uint64_t *digest;	/* per operation: hash of the result */
@@ -576,48 +578,65 @@ static int cmp_dbl(const void *a, const void *b)
 /* Timing: each call starts after a bootstrap barrier; its time is the
  * first start to the last return on the host's one monotonic clock
  * (every rank of the simulated fabric runs here). med[si] = the median. */
-static void run_timed(struct job *j, double *med)
+static double median_of(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(double), cmp_dbl);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+/* On the simulated fabric also modeled time (check_util.h): from the
+ * common start to the last rank's return; mmed[si] = its median. */
+static void run_timed(struct job *j, double *med, double *mmed)
 {
 	const struct opts *o = j->o;
-	double mine[2], *all, *samples, secs, t0, t1;
+	double mine[3], *all, *samples, *msamp, secs, t0, t1, m;
 	int si, rep, k, op = 0;
 	uint8_t *send, *recv;
 	uint32_t *seeds;
+	uint64_t mt0;
 
-	all = malloc(sizeof(double) * 2 * (size_t)bs.size);
+	all = malloc(sizeof(double) * 3 * (size_t)bs.size);
 	samples = malloc(sizeof(double) * (size_t)o->reps);
-	if (!all || !samples || alloc_bufs(j, &send, &recv, &seeds))
+	msamp = malloc(sizeof(double) * (size_t)o->reps);
+	if (!all || !samples || !msamp ||
+	    alloc_bufs(j, &send, &recv, &seeds))
 		die("out of memory");
 	for (si = 0; si < o->nsizes; si++) {
 		for (rep = 0; rep < o->reps; rep++, op++) {
 			if (bs.allgather(bs.arg, mine, all, sizeof(mine)))
 				die("bootstrap barrier failed");
+			mt0 = check_model_align(j->ctx);
 			mine[0] = now();
 			if (one(j, send, recv, seeds, si, rep, 0, op, &secs))
 				j->bad++;
 			else
 				j->ok++;
 			mine[1] = now();
+			mine[2] = check_model_since(j->ctx, mt0);
 			if (bs.allgather(bs.arg, mine, all, sizeof(mine)))
 				die("bootstrap allgather failed");
 			t0 = all[0];
 			t1 = all[1];
+			m = all[2];
 			for (k = 1; k < bs.size; k++) {
-				if (all[2 * k] < t0)
-					t0 = all[2 * k];
-				if (all[2 * k + 1] > t1)
-					t1 = all[2 * k + 1];
+				if (all[3 * k] < t0)
+					t0 = all[3 * k];
+				if (all[3 * k + 1] > t1)
+					t1 = all[3 * k + 1];
+				if (all[3 * k + 2] > m)
+					m = all[3 * k + 2];
 			}
 			samples[rep] = t1 - t0;
+			msamp[rep] = m;
 		}
-		qsort(samples, (size_t)o->reps, sizeof(double), cmp_dbl);
-		med[si] = o->reps % 2 ? samples[o->reps / 2] :
-			  (samples[o->reps / 2 - 1] + samples[o->reps / 2]) / 2;
+		med[si] = median_of(samples, o->reps);
+		mmed[si] = median_of(msamp, o->reps);
 	}
 	free(send);
 	free(recv);
 	free(seeds);
 	free(samples);
+	free(msamp);
 	free(all);
 	ibmc_comm_get_stats(j->comm, &j->st);
 }
@@ -675,13 +694,16 @@ int main(int argc, char **argv)
 	struct verdict v = { 0 }, *all;
 	uint64_t *digests, *alldig, mism = 0;
 	int rc, i, k, nj, n, nops, *half = NULL, nhalf = 0, *colors, *allcol;
-	double *med = NULL, t0;
+	double *med = NULL, *mmed = NULL, t0;
+	uint64_t c;
+	int modeled;
 	const char *coll;
 
 	memset(&o, 0, sizeof(o));
 	parse_args(argc, argv, &o);
 	coll = o.allreduce ? "allreduce" : "allgather";
 	ctx = check_init();
+	modeled = !ibmc_sim_clock_ns(ctx, &c);
 	n = ibmc_context_size(ctx);
 	t0 = now();
 	nops = o.nsizes * o.reps * o.ncases;
@@ -742,9 +764,11 @@ int main(int argc, char **argv)
 	if (o.timing) {
 		/* one communicator: the others stay idle */
 		med = calloc((size_t)o.nsizes, sizeof(double));
-		if (!med)
+		mmed = calloc((size_t)o.nsizes, sizeof(double));
+		if (!med || !mmed)
 			die("out of memory");
-		run_timed(&jobs[0], med);
+		jobs[0].ctx = ctx;
+		run_timed(&jobs[0], med, mmed);
 		for (i = 1; i < nj; i++)
 			colors[i] = -1;
 	} else {
@@ -804,12 +828,17 @@ int main(int argc, char **argv)
 		       v.retransmits, v.timeouts, v.duplicates);
 		if (o.timing)
 			for (i = 0; i < o.nsizes; i++)
+			{
 				printf("time coll=%s size=%zu bytes=%zu "
-				       "algo=%s reps=%d median_us=%.1f\n",
+				       "algo=%s reps=%d median_us=%.1f",
 				       coll, o.sizes[i], o.allreduce ?
 				       o.sizes[i] * cases[o.cases[0]].esize :
 				       o.sizes[i], all[0].used, o.reps,
 				       med[i] * 1e6);
+				if (modeled)
+					printf(" model_us=%.3f", mmed[i] * 1e6);
+				printf("\n");
+			}
 		fflush(stdout);
 	}
 
@@ -824,5 +853,6 @@ int main(int argc, char **argv)
 	free(colors);
 	free(half);
 	free(med);
+	free(mmed);
 	return v.bad || v.unexpected || mism ? 1 : 0;
 }

@@ -23,7 +23,8 @@ int main(void)
 		"ibmc_comm_set_algo", "ibmc_comm_last_algo",
 		"ibmc_allgather", "ibmc_iallgather", "ibmc_allreduce",
 		"ibmc_iallreduce",
-		"ibmc_sim_clock_ns", "ibmc_sim_compute",
+		"ibmc_sim_clock_ns", "ibmc_sim_compute", "ibmc_sim_return_ns",
+		"ibmc_sim_settle",
 	};
 	static const char *const priv[] = {
 		"ibmc__tr_find", "ibmc__loopback_set_faults", "ibmc__pump",
