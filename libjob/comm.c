@@ -15,6 +15,8 @@
 #include "libjob/coll/coll.h"
 #include "libjob/comm.h"
 #include "libjob/dispatch.h"
+#include "libjob/grow.h"
+#include "libjob/mcast_switch.h"
 #include "libjob/mode.h"
 #include "libjob/shm.h"
 #include "libjob/topo.h"
@@ -52,6 +54,24 @@ static int comm_identity(struct ibmc_context *ctx, struct ibmc_comm *c)
 	return 0;
 }
 
+/* Pool exhausted: rank 0 asks the SM for one more group, every member
+ * expects to be offered it; point-to-point until then. */
+static void grow_group(struct ibmc_comm *c)
+{
+	c->mcast_err = -ENOSPC;
+	c->mcast_why = "pool exhausted: every group of the job is taken by another communicator";
+	if (c->size < 2 || !ibmc__grow_possible(c))
+		return;
+	if (ibmc__switch_expect(c))
+		return;
+	if (c->rank == 0 && ibmc__grow_start(c)) {
+		c->mcast_why = c->why_buf;
+		return;
+	}
+	c->mcast_err = -EINPROGRESS;
+	c->mcast_why = "pool exhausted: rank 0 asked the SM for one more group (grow); point-to-point until the SM confirms it ready and every member switched";
+}
+
 /* The next free pool group, attached; on any failure the communicator
  * stays point-to-point with the reason. */
 static void take_group(struct ibmc_context *ctx, struct ibmc_comm *c)
@@ -74,8 +94,7 @@ static void take_group(struct ibmc_context *ctx, struct ibmc_comm *c)
 		if (!ctx->pool_used[g])
 			break;
 	if (g == ctx->env.ngroups) {
-		c->mcast_err = -ENOSPC;
-		c->mcast_why = "pool exhausted: every group of the job is taken by another communicator";
+		grow_group(c);
 		return;
 	}
 	rc = ctx->ops->mcast_attach(ctx->tr, &ctx->env.groups[g]);
@@ -223,6 +242,8 @@ void ibmc__comm_destroy(struct ibmc_comm *c)
 		ctx->pool_used[c->group] = 0;
 	}
 	ibmc__tasks_free(c);
+	ibmc__grow_free(c);
+	ibmc__switch_free(c);
 	ibmc__mode_release(c);
 	ibmc__early_free(&c->early);
 	ibmc__shm_free(c->shm);
@@ -265,6 +286,8 @@ int ibmc_comm_free(ibmc_comm_t *c)
 		c->group = -1;
 		c->ghandle = -1;
 	}
+	ibmc__grow_free(c);
+	ibmc__switch_free(c);
 	ibmc__mode_release(c);
 	c->zombie = 1;
 	pthread_mutex_unlock(&ctx->lock);

@@ -46,6 +46,9 @@ libjob_libibmcast_core_la_SOURCES = \
 	libjob/tr_loopback.c \
 	libjob/mode.c libjob/mode.h \
 	libjob/mcast_test.c libjob/mcast_test.h \
+	libjob/mcast_switch.c libjob/mcast_switch.h \
+	libjob/grow.c libjob/grow.h \
+	libjob/grow_thread.c libjob/grow_thread.h \
 	libjob/sa_mcmr.c libjob/sa_mcmr.h
 libjob_libibmcast_core_la_LIBADD = common/libibmcast_common.la -lpthread
 

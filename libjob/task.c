@@ -16,6 +16,8 @@
 #include "libjob/coll/coll.h"
 #include "libjob/comm.h"
 #include "libjob/dispatch.h"
+#include "libjob/grow.h"
+#include "libjob/mcast_switch.h"
 #include "libjob/task.h"
 
 /* Completed tasks kept per communicator to answer late packets, and for
@@ -162,6 +164,17 @@ void ibmc__task_settle(struct ibmc_comm *comm)
 	call_leave(comm->ctx);
 }
 
+void ibmc__progress_until(struct ibmc_context *ctx, int (*done)(void *),
+			  void *arg, int timeout_ms)
+{
+	int64_t end = ibmc__now_ms() + timeout_ms;
+
+	call_enter(ctx);
+	while (!done(arg) && ibmc__now_ms() < end)
+		step(ctx, NULL);
+	call_leave(ctx);
+}
+
 int ibmc__task_start(struct ibmc_comm *comm, int coll, int algo,
 		     const struct ibmc__task_ops *ops,
 		     const struct ibmc__args *args, void *priv,
@@ -254,6 +267,13 @@ int64_t ibmc__progress_all(struct ibmc_context *ctx, int64_t now)
 				continue;
 			}
 			td = t->ops->deadline(t);
+			if (td < d)
+				d = td;
+		}
+		if (c->grow)
+			ibmc__grow_poll(c);
+		if (c->sw) {
+			td = ibmc__switch_progress(c, now);
 			if (td < d)
 				d = td;
 		}

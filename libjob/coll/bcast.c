@@ -15,6 +15,7 @@
 #include "libjob/bcast_op.h"
 #include "libjob/coll/coll.h"
 #include "libjob/dispatch.h"
+#include "libjob/mcast_switch.h"
 #include "libjob/env.h"
 #include "libjob/send.h"
 
@@ -313,7 +314,9 @@ int ibmc_bcast(ibmc_comm_t *c, void *buf, size_t len, int root)
 	if (rc)
 		return rc;
 	pthread_mutex_lock(&c->ctx->lock);
-	rc = ibmc__bcast_start(c, buf, len, root, &req);
+	rc = ibmc__switch_gate(c);
+	if (!rc)
+		rc = ibmc__bcast_start(c, buf, len, root, &req);
 	if (!rc)
 		rc = ibmc__wait(&req);
 	pthread_mutex_unlock(&c->ctx->lock);
@@ -333,7 +336,9 @@ int ibmc_ibcast(ibmc_comm_t *c, void *buf, size_t len, int root,
 		return -ENOMEM;
 	req->heap = 1;
 	pthread_mutex_lock(&c->ctx->lock);
-	rc = ibmc__bcast_start(c, buf, len, root, req);
+	rc = ibmc__switch_gate(c);
+	if (!rc)
+		rc = ibmc__bcast_start(c, buf, len, root, req);
 	pthread_mutex_unlock(&c->ctx->lock);
 	if (rc) {
 		free(req);
