@@ -313,7 +313,7 @@ int ibmc_comm_mcast_state(const ibmc_comm_t *c, const char **why)
 	}
 	if (c->lazy_ready && c->mcast_err) {
 		if (why)
-			*why = "multicast tested and ready for broadcasts (lazy mode: the other collectives stay point-to-point)";
+			*why = "multicast tested and ready for broadcasts (lazy mode: the other collectives go point-to-point until every member switched)";
 		return 0;
 	}
 	if (!c->mcast_err && c->st.bcasts < c->mc_suspend_until) {

@@ -55,7 +55,8 @@ struct ibmc_comm {
 					 * (its node's lowest rank): leave */
 	int own_slot;			/* the job's own pool slot, -1: none */
 	int lazy_ready;			/* lazy: testing succeeded, broadcasts
-					 * may multicast */
+					 * may multicast (the other
+					 * collectives after the switch) */
 	struct ibmc__task *mtest;	/* multicast testing in flight */
 	int64_t mtest_start_us;
 	char why_buf[200];		/* mcast_why when made here */

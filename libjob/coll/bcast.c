@@ -56,9 +56,10 @@ struct bcast_task {
 
 static int may_mcast(const struct ibmc_comm *c)
 {
-	/* Lazy mode's tested group serves broadcasts only: their root's
-	 * choice travels in every fragment, so members need not learn of
-	 * the test's success at the same collective (comm.h). */
+	/* Lazy mode's tested group serves broadcasts before the switch
+	 * (mcast_switch.h): their root's choice travels in every fragment,
+	 * so members need not learn of the test's success at the same
+	 * collective (comm.h). */
 	return (!c->mcast_err || (c->lazy_ready && c->ghandle >= 0)) &&
 	       c->st.bcasts >= c->mc_suspend_until;
 }

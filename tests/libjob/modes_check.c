@@ -240,8 +240,10 @@ static int run(ibmc_comm_t *comm, const struct opts *o, struct report *r)
 			allreduce_checked(comm, i, r);
 		if (!o->until_mcast || i < o->count - 1 || (i + 1) % 8)
 			continue;
-		/* Enough multicast seen at rank 0? Everyone stops together. */
-		stop = me == 0 && st.mcast_bcasts >= (uint64_t)o->until_mcast;
+		/* Enough multicast seen at rank 0 (with --allreduce: the last
+		 * allreduce by multicast too)? Everyone stops together. */
+		stop = me == 0 && st.mcast_bcasts >= (uint64_t)o->until_mcast &&
+		       (!o->allreduce || !strcmp(r->last_ar, "mcast"));
 		rc = ibmc_bcast(comm, &stop, sizeof(stop), 0);
 		if (rc)
 			die("stop flag: %s", ibmc_strerror(rc));
