@@ -18,6 +18,7 @@
 #include "libjob/grow.h"
 #include "libjob/mcast_switch.h"
 #include "libjob/mode.h"
+#include "libjob/prune.h"
 #include "libjob/shm.h"
 #include "libjob/topo.h"
 
@@ -76,7 +77,7 @@ static void grow_group(struct ibmc_comm *c)
  * stays point-to-point with the reason. */
 static void take_group(struct ibmc_context *ctx, struct ibmc_comm *c)
 {
-	int g, rc;
+	int g = 0, i, start, rc;
 
 	c->group = -1;
 	c->ghandle = -1;
@@ -90,10 +91,18 @@ static void take_group(struct ibmc_context *ctx, struct ibmc_comm *c)
 		c->mcast_why = ctx->mcast_why;
 		return;
 	}
-	for (g = 0; g < ctx->env.ngroups; g++)
+	/* A communicator over some of the nodes narrows its group: it
+	 * starts its search where its node set says, so that communicators
+	 * over other nodes, created at the same time by other processes
+	 * (each takes from its own view of the pool), rarely take the same
+	 * group and narrow it to each other's nodes. */
+	start = (int)(ibmc__comm_node_subset(c) % (uint32_t)ctx->env.ngroups);
+	for (i = 0; i < ctx->env.ngroups; i++) {
+		g = (start + i) % ctx->env.ngroups;
 		if (!ctx->pool_used[g])
 			break;
-	if (g == ctx->env.ngroups) {
+	}
+	if (i == ctx->env.ngroups) {
 		grow_group(c);
 		return;
 	}
@@ -112,6 +121,7 @@ static void take_group(struct ibmc_context *ctx, struct ibmc_comm *c)
 	c->gmtu = ctx->env.groups[g].mtu;
 	c->mcast_err = 0;
 	c->mcast_why = NULL;
+	ibmc__prune_start(c);
 }
 
 int ibmc__comm_create_mode(struct ibmc_context *ctx, const int *ranks, int n,
@@ -142,6 +152,7 @@ int ibmc__comm_create_mode(struct ibmc_context *ctx, const int *ranks, int n,
 	c->group = -1;
 	c->ghandle = -1;
 	c->own_slot = -1;
+	c->prune_group = -1;
 	for (i = 0; i < n; i++) {
 		int r = ranks ? ranks[i] : i;
 
@@ -242,6 +253,7 @@ void ibmc__comm_destroy(struct ibmc_comm *c)
 		ctx->pool_used[c->group] = 0;
 	}
 	ibmc__tasks_free(c);
+	ibmc__prune_release(c);
 	ibmc__grow_free(c);
 	ibmc__switch_free(c);
 	ibmc__mode_release(c);
@@ -286,6 +298,7 @@ int ibmc_comm_free(ibmc_comm_t *c)
 		c->group = -1;
 		c->ghandle = -1;
 	}
+	ibmc__prune_release(c);
 	ibmc__grow_free(c);
 	ibmc__switch_free(c);
 	ibmc__mode_release(c);

@@ -22,7 +22,7 @@
 struct ibmc__topo;
 struct ibmc__shm;
 struct ibmc__switch;
-struct ibmc__grow_req;
+struct ibmc__reshape_req;
 
 /* A datagram kept for later: for a communicator not created yet, or for a
  * collective this rank has not entered yet. */
@@ -66,7 +66,11 @@ struct ibmc_comm {
 	 * (grow.c, mode sm with the pool exhausted; rank 0 asks) or lazy
 	 * testing that succeeded. */
 	struct ibmc__switch *sw;
-	struct ibmc__grow_req *grow;
+	struct ibmc__reshape_req *grow;
+	/* Rank 0 of a communicator over some of the job's nodes: its pool
+	 * group narrowed to them (prune.c), widened back at free. */
+	struct ibmc__reshape_req *prune;
+	int prune_group, prune_done;
 
 	/* Per collective (enum ibmc__coll): the algorithm chosen by name
 	 * (0: auto) and the one the last call used (-1: none yet). */

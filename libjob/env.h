@@ -40,7 +40,9 @@ struct ibmc__env {
 	uint32_t job;
 	const char *server;		/* IBMCAST_SERVER: grow's endpoint */
 	const char *munge_socket;	/* IBMCAST_MUNGE_SOCKET */
-	int grow_wait_ms;		/* IBMCAST_GROW_WAIT_MS, 0: no grow */
+	int reshape_wait_ms;		/* IBMCAST_RESHAPE_WAIT_MS, 0: neither
+					 * grow nor prune */
+	int prune;			/* IBMCAST_PRUNE */
 	int ngroups;
 	struct ibmc_tr_group groups[IBMC__MAX_GROUPS];
 	int mcast_err;			/* 0: the pool may be used */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * A grown group for a communicator (see grow.h): the request runs in
- * grow_thread.c; here its answer becomes the communicator's group,
+ * reshape_req.c; here its answer becomes the communicator's group,
  * offered to the members, or the reason it stays point-to-point.
  */
 #include "config.h"
@@ -13,23 +13,26 @@
 #include "common/log.h"
 #include "libjob/comm.h"
 #include "libjob/grow.h"
-#include "libjob/grow_thread.h"
+#include "libjob/reshape_req.h"
 #include "libjob/mcast_switch.h"
 
 int ibmc__grow_possible(const struct ibmc_comm *c)
 {
 	const struct ibmc__env *e = &c->ctx->env;
 
-	return e->server && e->job && e->grow_wait_ms > 0;
+	return e->server && e->job && e->reshape_wait_ms > 0;
 }
 
 int ibmc__grow_start(struct ibmc_comm *c)
 {
 	const struct ibmc__env *e = &c->ctx->env;
+	struct ibmc__reshape_ask ask = {
+		.server = e->server, .munge_socket = e->munge_socket,
+		.job = e->job, .grow = 1, .wait_ms = e->reshape_wait_ms,
+	};
 	int rc;
 
-	rc = ibmc__grow_req_start(e->server, e->munge_socket, e->job,
-				  e->grow_wait_ms, &c->grow);
+	rc = ibmc__reshape_req_start(&ask, &c->grow);
 	if (rc)
 		snprintf(c->why_buf, sizeof(c->why_buf),
 			 "pool exhausted, and growing a group could not start: %s",
@@ -40,19 +43,19 @@ int ibmc__grow_start(struct ibmc_comm *c)
 void ibmc__grow_poll(struct ibmc_comm *c)
 {
 	struct ibmc_context *ctx = c->ctx;
-	struct ibmc__grow_result res;
+	struct ibmc__reshape_result res;
 	int rc;
 
 	if (!c->grow)
 		return;
-	rc = ibmc__grow_req_poll(c->grow, &res);
+	rc = ibmc__reshape_req_poll(c->grow, &res);
 	if (rc == 1)
 		return;
 	if (rc)
 		snprintf(c->why_buf, sizeof(c->why_buf),
 			 "pool exhausted and growing a group failed: %s",
 			 res.detail);
-	ibmc__grow_req_free(c->grow);
+	ibmc__reshape_req_free(c->grow);
 	c->grow = NULL;
 	if (!rc) {
 		rc = ctx->ops->mcast_attach(ctx->tr, &res.group);
@@ -80,6 +83,6 @@ void ibmc__grow_poll(struct ibmc_comm *c)
 
 void ibmc__grow_free(struct ibmc_comm *c)
 {
-	ibmc__grow_req_free(c->grow);
+	ibmc__reshape_req_free(c->grow);
 	c->grow = NULL;
 }

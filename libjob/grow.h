@@ -3,7 +3,7 @@
  * grow.h - one more group for a communicator of mode sm created while
  * the job's pool had none free: its rank 0 asks the control server
  * (IBMCAST_SERVER) to grow the job by a group and waits, in a thread of
- * its own and bounded by IBMCAST_GROW_WAIT_MS, until the SM confirms the
+ * its own and bounded by IBMCAST_RESHAPE_WAIT_MS, until the SM confirms the
  * group ready; meanwhile the communicator runs point-to-point, and then
  * switches to the group at the same collective on every member
  * (mcast_switch.h). Creation never waits for any of it.

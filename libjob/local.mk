@@ -48,7 +48,8 @@ libjob_libibmcast_core_la_SOURCES = \
 	libjob/mcast_test.c libjob/mcast_test.h \
 	libjob/mcast_switch.c libjob/mcast_switch.h \
 	libjob/grow.c libjob/grow.h \
-	libjob/grow_thread.c libjob/grow_thread.h \
+	libjob/prune.c libjob/prune.h \
+	libjob/reshape_req.c libjob/reshape_req.h \
 	libjob/sa_mcmr.c libjob/sa_mcmr.h
 libjob_libibmcast_core_la_LIBADD = common/libibmcast_common.la -lpthread
 

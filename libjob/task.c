@@ -18,6 +18,7 @@
 #include "libjob/dispatch.h"
 #include "libjob/grow.h"
 #include "libjob/mcast_switch.h"
+#include "libjob/prune.h"
 #include "libjob/task.h"
 
 /* Completed tasks kept per communicator to answer late packets, and for
@@ -272,6 +273,8 @@ int64_t ibmc__progress_all(struct ibmc_context *ctx, int64_t now)
 		}
 		if (c->grow)
 			ibmc__grow_poll(c);
+		if (c->prune)
+			ibmc__prune_poll(c);
 		if (c->sw) {
 			td = ibmc__switch_progress(c, now);
 			if (td < d)
@@ -282,6 +285,8 @@ int64_t ibmc__progress_all(struct ibmc_context *ctx, int64_t now)
 		if (c->zombie && !c->tasks && !c->lingering)
 			ibmc__comm_destroy(c);	/* nothing owed any more */
 	}
+	if (ctx->widens)
+		ibmc__widen_poll(ctx);
 	return d;
 }
 

@@ -16,7 +16,9 @@
  * communicators over every rank and keeps them (so that the measured one
  * finds the job's pool exhausted); --allreduce follows every broadcast
  * with a checked allreduce, so that a switch to multicast in the middle
- * is seen by more than broadcasts. Exit 1 on any wrong byte or error.
+ * is seen by more than broadcasts; --pause DIR stops every rank once
+ * the communicator exists, before its first broadcast (rank 0 creates
+ * DIR/created, waits for DIR/start). Exit 1 on any wrong byte or error.
  */
 #include "config.h"
 
@@ -47,6 +49,7 @@ struct opts {
 	const char *hold;
 	int timing;
 	int comms;		/* communicators in all, the measured last */
+	const char *pause;
 	int allreduce;
 };
 
@@ -69,7 +72,8 @@ static void usage(FILE *f)
 	fprintf(f,
 		"Usage: %s [--mode NAME] [--size N] [--count K] [--len BYTES]\n"
 		"          [--until-mcast M --max K] [--compute-ms MS]\n"
-		"          [--hold DIR] [--timing] [--comms N] [--allreduce]\n",
+		"          [--hold DIR] [--timing] [--comms N] [--allreduce]\n"
+		"          [--pause DIR]\n",
 		prog);
 }
 
@@ -87,6 +91,7 @@ static void parse(int argc, char **argv, struct opts *o)
 		{ "timing", no_argument, NULL, 't' },
 		{ "comms", required_argument, NULL, 'n' },
 		{ "allreduce", no_argument, NULL, 'a' },
+		{ "pause", required_argument, NULL, 'p' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -117,6 +122,7 @@ static void parse(int argc, char **argv, struct opts *o)
 		case 't': o->timing = 1; break;
 		case 'n': o->comms = int_arg("--comms", optarg, 1, 64); break;
 		case 'a': o->allreduce = 1; break;
+		case 'p': o->pause = optarg; break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); exit(2);
 		}
@@ -297,6 +303,10 @@ int main(int argc, char **argv)
 		if (rc)
 			die("ibmc_comm_create_attr(%s): %s",
 			    o.mode ? o.mode : "default", ibmc_strerror(rc));
+	}
+	if (o.pause)
+		hold(o.pause, "created", "start");
+	if (mine.member) {
 		if (o.compute_ms)
 			usleep((useconds_t)o.compute_ms * 1000);
 		run(comm, &o, &mine);
