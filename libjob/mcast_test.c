@@ -155,7 +155,9 @@ static void root_input(struct ibmc__task *t, struct mtest *m,
 		}
 		if (!m->joined[r]) {
 			m->joined[r] = 1;
-			m->njoined++;
+			if (++m->njoined == c->size - 1)
+				c->st.mtest_join_us = (uint64_t)
+					(ibmc__task_now() - c->mtest_start_us);
 		}
 	} else if (h->kind == IBMC__K_MTACK && m->joined[r] && !m->acked[r]) {
 		m->acked[r] = 1;

@@ -18,7 +18,10 @@
  * with a checked allreduce, so that a switch to multicast in the middle
  * is seen by more than broadcasts; --pause DIR stops every rank once
  * the communicator exists, before its first broadcast (rank 0 creates
- * DIR/created, waits for DIR/start). Exit 1 on any wrong byte or error.
+ * DIR/created, waits for DIR/start); --steady times only the broadcasts,
+ * on a communicator created and warmed up (its group long tested) before
+ * the timing barrier: the steady state the other modes are compared
+ * with. Exit 1 on any wrong byte or error.
  */
 #include "config.h"
 
@@ -37,6 +40,7 @@
 
 #define HOLD_MAX_S 300
 #define WHY_LEN 160
+#define WARM_UP 20
 
 struct opts {
 	const char *mode;	/* NULL: IBMCAST_COMM_MODE */
@@ -50,6 +54,7 @@ struct opts {
 	int timing;
 	int comms;		/* communicators in all, the measured last */
 	const char *pause;
+	int steady;
 	int allreduce;
 };
 
@@ -59,7 +64,7 @@ struct report {
 	int32_t bad;		/* wrong bytes or failed calls */
 	int32_t first_mcast, last_mcast;	/* of this rank's broadcasts */
 	uint64_t bcasts, mcast_bcasts, tries, mtest_us, eff_us, switch_us;
-	uint64_t allreduces;
+	uint64_t allreduces, join_us;
 	char first_ar[24], last_ar[24];	/* the allreduces' algorithms */
 	char why[WHY_LEN];
 };
@@ -73,7 +78,7 @@ static void usage(FILE *f)
 		"Usage: %s [--mode NAME] [--size N] [--count K] [--len BYTES]\n"
 		"          [--until-mcast M --max K] [--compute-ms MS]\n"
 		"          [--hold DIR] [--timing] [--comms N] [--allreduce]\n"
-		"          [--pause DIR]\n",
+		"          [--pause DIR] [--steady]\n",
 		prog);
 }
 
@@ -92,6 +97,7 @@ static void parse(int argc, char **argv, struct opts *o)
 		{ "comms", required_argument, NULL, 'n' },
 		{ "allreduce", no_argument, NULL, 'a' },
 		{ "pause", required_argument, NULL, 'p' },
+		{ "steady", no_argument, NULL, 'S' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -123,6 +129,7 @@ static void parse(int argc, char **argv, struct opts *o)
 		case 'n': o->comms = int_arg("--comms", optarg, 1, 64); break;
 		case 'a': o->allreduce = 1; break;
 		case 'p': o->pause = optarg; break;
+		case 'S': o->steady = 1; break;
 		case 'h': usage(stdout); exit(0);
 		default: usage(stderr); exit(2);
 		}
@@ -201,6 +208,22 @@ static void allreduce_checked(ibmc_comm_t *comm, int i, struct report *r)
 		 ibmc_comm_last_algo(comm, "allreduce"));
 	if (!i)
 		snprintf(r->first_ar, sizeof(r->first_ar), "%s", r->last_ar);
+}
+
+/* Broadcasts before the timing starts (--steady). */
+static void warm_up(ibmc_comm_t *comm, size_t len)
+{
+	unsigned char *buf = calloc(1, len);
+	int i, rc;
+
+	if (!buf)
+		die("out of memory");
+	for (i = 0; i < WARM_UP; i++) {
+		rc = ibmc_bcast(comm, buf, len, i % ibmc_comm_size(comm));
+		if (rc)
+			die("warm-up broadcast %d: %s", i, ibmc_strerror(rc));
+	}
+	free(buf);
 }
 
 static int run(ibmc_comm_t *comm, const struct opts *o, struct report *r)
@@ -306,6 +329,12 @@ int main(int argc, char **argv)
 	}
 	if (o.pause)
 		hold(o.pause, "created", "start");
+	if (o.steady) {
+		if (mine.member)
+			warm_up(comm, o.len);
+		sync_all();
+		t0 = now();
+	}
 	if (mine.member) {
 		if (o.compute_ms)
 			usleep((useconds_t)o.compute_ms * 1000);
@@ -319,6 +348,7 @@ int main(int argc, char **argv)
 		mine.tries = st.mtest_tries;
 		mine.mtest_us = st.mtest_us;
 		mine.switch_us = st.switch_us;
+		mine.join_us = st.mtest_join_us;
 		mine.allreduces = st.allreduces;
 	}
 	if (o.hold)
@@ -343,13 +373,15 @@ int main(int argc, char **argv)
 
 			printf("rank %d state=%d bcasts=%" PRIu64
 			       " mcast_bcasts=%" PRIu64 " first=%s last=%s tries=%"
-			       PRIu64 " mtest_us=%" PRIu64 " switch_us=%" PRIu64
+			       PRIu64 " mtest_us=%" PRIu64 " join_us=%" PRIu64
+			       " switch_us=%" PRIu64
 			       " allreduces=%" PRIu64 " first_ar=%s last_ar=%s"
 			       " why=\"%s\"\n", r,
 			       p->state, p->bcasts, p->mcast_bcasts,
 			       p->first_mcast ? "mcast" : "p2p",
 			       p->last_mcast ? "mcast" : "p2p", p->tries,
-			       p->mtest_us, p->switch_us, p->allreduces,
+			       p->mtest_us, p->join_us, p->switch_us,
+			       p->allreduces,
 			       p->first_ar[0] ? p->first_ar : "-",
 			       p->last_ar[0] ? p->last_ar : "-", p->why);
 			bad += p->bad;
