@@ -53,12 +53,14 @@ struct ibmc_context {
 	int own_npool;
 	char own_pool_why[200];		/* why the pool is smaller, if it is */
 
-	/* Pool groups being widened back after the communicator that had
-	 * them pruned was freed (prune.c): requests owned by the context,
-	 * reaped by progress and joined at finalize. */
+	/* Requests of freed communicators (prune.c): pool groups being
+	 * widened back after a narrowing, grows cut short; owned by the
+	 * context, reaped by progress and joined at finalize. */
 	struct ibmc__widen {
 		struct ibmc__widen *next;
-		struct ibmc__reshape_req *req;
+		struct ibmc__reshape_req *prune;	/* told to stop; the
+							 * widening waits for it */
+		struct ibmc__reshape_req *req;	/* the widening, once sent */
 		int group;
 	} *widens;
 

@@ -15,6 +15,7 @@
 #include "libjob/grow.h"
 #include "libjob/reshape_req.h"
 #include "libjob/mcast_switch.h"
+#include "libjob/prune.h"
 
 int ibmc__grow_possible(const struct ibmc_comm *c)
 {
@@ -83,6 +84,8 @@ void ibmc__grow_poll(struct ibmc_comm *c)
 
 void ibmc__grow_free(struct ibmc_comm *c)
 {
-	ibmc__reshape_req_free(c->grow);
+	/* A grow still under way is the context's to finish: freeing the
+	 * communicator never waits for the server. */
+	ibmc__reshape_retire(c->ctx, c->grow, -1);
 	c->grow = NULL;
 }

@@ -24,8 +24,8 @@ int ibmc__grow_start(struct ibmc_comm *c);
  * to the ready group and offer it to the members, or record why not. */
 void ibmc__grow_poll(struct ibmc_comm *c);
 
-/* Stop asking and wait for the thread (bounded by one exchange with the
- * server); ctx->lock may be held: the thread never takes it. */
+/* Stop asking, without waiting: the context reaps the request
+ * (prune.h's ibmc__reshape_retire). */
 void ibmc__grow_free(struct ibmc_comm *c);
 
 #endif

@@ -143,36 +143,55 @@ void ibmc__prune_poll(struct ibmc_comm *c)
 			 " (already that shape)", (long long)res.ready_us);
 }
 
-void ibmc__prune_release(struct ibmc_comm *c)
+/* The widening of w's group, sent once the narrowing it follows is over
+ * (the server must see them in that order). 0, or -errno. */
+static int widen_send(struct ibmc_context *ctx, struct ibmc__widen *w)
 {
-	struct ibmc_context *ctx = c->ctx;
 	const struct ibmc__env *e = &ctx->env;
 	struct ibmc__reshape_ask ask = {
 		.server = e->server, .munge_socket = e->munge_socket,
-		.job = e->job,
+		.job = e->job, .group = (unsigned)w->group,
 	};
-	struct ibmc__widen *w;
-	int rc;
+	int rc = ibmc__reshape_req_start(&ask, &w->req);
 
-	if (!c->prune)
-		return;
-	ibmc__reshape_req_free(c->prune);
-	c->prune = NULL;
-	/* Widen even when the narrowing failed or was cut short: the
-	 * server may have done it, and the same shape twice is no change. */
-	w = calloc(1, sizeof(*w));
-	ask.group = (unsigned)c->prune_group;
-	rc = w ? ibmc__reshape_req_start(&ask, &w->req) : -ENOMEM;
-	if (rc) {
-		free(w);
+	if (rc)
 		ibmc_log(IBMC_LOG_WARN,
 			 "libibmcast: rank %d: widening group %d back could not start: %s; it stays narrowed until the job ends",
-			 ctx->rank, c->prune_group, strerror(-rc));
+			 ctx->rank, w->group, strerror(-rc));
+	return rc;
+}
+
+void ibmc__reshape_retire(struct ibmc_context *ctx,
+			  struct ibmc__reshape_req *req, int widen_group)
+{
+	struct ibmc__widen *w;
+
+	if (!req)
+		return;
+	/* The request stops following its group after the exchange under
+	 * way; a widening goes out after it, even when a narrowing failed
+	 * or was cut short (the server may have done it, and the same
+	 * shape twice is no change). Nothing here waits. */
+	ibmc__reshape_req_cancel(req);
+	w = calloc(1, sizeof(*w));
+	if (!w) {
+		ibmc__reshape_req_free(req);
+		if (widen_group >= 0)
+			ibmc_log(IBMC_LOG_WARN,
+				 "libibmcast: rank %d: out of memory widening group %d back; it stays narrowed until the job ends",
+				 ctx->rank, widen_group);
 		return;
 	}
-	w->group = c->prune_group;
+	w->prune = req;
+	w->group = widen_group;
 	w->next = ctx->widens;
 	ctx->widens = w;
+}
+
+void ibmc__prune_release(struct ibmc_comm *c)
+{
+	ibmc__reshape_retire(c->ctx, c->prune, c->prune_group);
+	c->prune = NULL;
 }
 
 static void widen_done(struct ibmc_context *ctx, struct ibmc__widen *w, int rc,
@@ -188,39 +207,62 @@ static void widen_done(struct ibmc_context *ctx, struct ibmc__widen *w, int rc,
 			 ctx->rank, w->group);
 }
 
-void ibmc__widen_poll(struct ibmc_context *ctx)
+/* Move w on: 1 while under way, 0 once over (w may be freed). */
+static int widen_step(struct ibmc_context *ctx, struct ibmc__widen *w,
+		      int block)
 {
-	struct ibmc__widen **pp = &ctx->widens, *w;
 	struct ibmc__reshape_result res;
 	int rc;
 
+	if (w->prune) {
+		if (block)
+			ibmc__reshape_req_wait(w->prune);
+		if (ibmc__reshape_req_poll(w->prune, &res) == 1)
+			return 1;
+		ibmc__reshape_req_free(w->prune);
+		w->prune = NULL;
+		if (w->group < 0 || widen_send(ctx, w))
+			return 0;	/* a grow: nothing to undo */
+	}
+	if (block)
+		ibmc__reshape_req_wait(w->req);
+	rc = ibmc__reshape_req_poll(w->req, &res);
+	if (rc == 1)
+		return 1;
+	widen_done(ctx, w, rc, &res);
+	return 0;
+}
+
+static void widen_free(struct ibmc__widen *w)
+{
+	ibmc__reshape_req_free(w->prune);
+	ibmc__reshape_req_free(w->req);
+	free(w);
+}
+
+void ibmc__widen_poll(struct ibmc_context *ctx)
+{
+	struct ibmc__widen **pp = &ctx->widens, *w;
+
 	while ((w = *pp)) {
-		rc = ibmc__reshape_req_poll(w->req, &res);
-		if (rc == 1) {
+		if (widen_step(ctx, w, 0)) {
 			pp = &w->next;
 			continue;
 		}
-		widen_done(ctx, w, rc, &res);
 		*pp = w->next;
-		ibmc__reshape_req_free(w->req);
-		free(w);
+		widen_free(w);
 	}
 }
 
 void ibmc__widen_free_all(struct ibmc_context *ctx)
 {
 	struct ibmc__widen *w;
-	struct ibmc__reshape_result res;
-	int rc;
 
+	/* Let every request finish: a widening cut short would leave the
+	 * group narrowed for the rest of the job. Each is one exchange. */
 	while ((w = ctx->widens)) {
 		ctx->widens = w->next;
-		/* Let the request finish: a widening cut short would leave
-		 * the group narrowed for the rest of the job. */
-		while ((rc = ibmc__reshape_req_poll(w->req, &res)) == 1)
-			ibmc__reshape_req_wait(w->req);
-		widen_done(ctx, w, rc, &res);
-		ibmc__reshape_req_free(w->req);
-		free(w);
+		widen_step(ctx, w, 1);
+		widen_free(w);
 	}
 }

@@ -15,6 +15,7 @@
 
 struct ibmc_comm;
 struct ibmc_context;
+struct ibmc__reshape_req;
 
 /* Whether c's members span fewer nodes than the context's ranks, and the
  * hash of c's node set (0 when it spans them all). */
@@ -33,8 +34,14 @@ void ibmc__prune_poll(struct ibmc_comm *c);
  * request). */
 void ibmc__prune_release(struct ibmc_comm *c);
 
-/* Reap finished widenings (progress), or wait for all (finalize; each is
- * one exchange with the server). */
+/* Hand a request over to the context without waiting for it (a
+ * communicator's grow or prune at free): it is told to stop, and when it
+ * has, widen_group (>= 0) is widened back. */
+void ibmc__reshape_retire(struct ibmc_context *ctx,
+			  struct ibmc__reshape_req *req, int widen_group);
+
+/* Reap finished requests and widenings (progress), or wait for all
+ * (finalize; each is one exchange with the server). */
 void ibmc__widen_poll(struct ibmc_context *ctx);
 void ibmc__widen_free_all(struct ibmc_context *ctx);
 

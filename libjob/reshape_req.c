@@ -182,13 +182,18 @@ void ibmc__reshape_req_wait(struct ibmc__reshape_req *g)
 	join(g);
 }
 
+void ibmc__reshape_req_cancel(struct ibmc__reshape_req *g)
+{
+	pthread_mutex_lock(&g->lock);
+	g->cancel = 1;
+	pthread_mutex_unlock(&g->lock);
+}
+
 void ibmc__reshape_req_free(struct ibmc__reshape_req *g)
 {
 	if (!g)
 		return;
-	pthread_mutex_lock(&g->lock);
-	g->cancel = 1;
-	pthread_mutex_unlock(&g->lock);
+	ibmc__reshape_req_cancel(g);
 	join(g);
 	req_release(g);
 }

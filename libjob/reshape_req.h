@@ -50,6 +50,10 @@ int ibmc__reshape_req_poll(struct ibmc__reshape_req *r,
  * following the group; else up to its wait_ms). */
 void ibmc__reshape_req_wait(struct ibmc__reshape_req *r);
 
+/* Tell the request to stop following its group (it ends after the
+ * exchange under way); never waits. */
+void ibmc__reshape_req_cancel(struct ibmc__reshape_req *r);
+
 /* Stop and join the thread (bounded by one exchange with the server). */
 void ibmc__reshape_req_free(struct ibmc__reshape_req *r);
 

@@ -247,11 +247,11 @@ for topo in $TOPOS; do
 	for k in $KS; do
 		echo
 		echo "== $topo, k = $k broadcasts of 1 KiB (+ ${COMPUTE} ms computation): effective latency, ms (ratio to basic)"
-		printf '%-6s' mode
+		printf '%-9s' mode
 		for size in $SIZES; do printf ' %24s' "size $size"; done
 		printf '   %s\n' "rank 0: joined, tested after (ms); tries"
 		for mode in $MODES; do
-			printf '%-6s' "$mode"
+			printf '%-9s' "$mode"
 			for size in $SIZES; do
 				awk -F, -v t="$topo" -v m="$mode" -v s="$size" -v k="$k" '
 					$1 == t && $3 == s && $4 == k && $2 == "basic" { b = $5 }
@@ -266,7 +266,7 @@ for topo in $TOPOS; do
 						$8 / 1000, $6 / 1000, $7 }' "$AGG"
 			echo
 		done
-		printf '%-6s' "sm/steady"
+		printf '%-9s' "sm/steady"
 		for size in $SIZES; do
 			awk -F, -v t="$topo" -v s="$size" -v k="$k" '
 				$1 == t && $3 == s && $4 == k && $2 == "sm" { a = $5 }
