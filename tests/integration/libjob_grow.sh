@@ -14,14 +14,10 @@
 . "$top_srcdir/tests/lib-libjob.sh"
 
 libjob_need
-MODES=$top_builddir/tests/libjob/modes_check
-need_file "$MODES" "tests/libjob/modes_check"
+modes_need
 plan 11
 
 JOB=411
-field() {
-	grep -oE "(^|[ ])$1=[^ ]+" "$2" | head -n 1 | cut -d= -f2
-}
 # job_groups: index, grown flag and state of each of the job's groups.
 job_groups() {
 	"$IBMCASTCTL" --json status "$JOB" |
@@ -45,15 +41,15 @@ out=$SIM_DIR/grow.out
 	> "$out" 2>&1
 ok $? "ranks exited 0" || diag "$(tail -n 30 "$out")"
 diag "$(grep -E '^(rank|summary)' "$out")"
-ok "$([ "$(field bad "$out")" = 0 ]; echo $?)" \
+ok "$([ "$(modes_field bad "$out")" = 0 ]; echo $?)" \
 	"every broadcast and allreduce result right"
-ok "$([ "$(field first_p2p "$out")" = 4 ] &&
+ok "$([ "$(modes_field first_p2p "$out")" = 4 ] &&
 	grep -q '^rank 0 .*first_ar=recursive_doubling' "$out"; echo $?)" \
 	"creation did not wait: the first broadcast and allreduce went point-to-point"
-ok "$([ "$(field switched "$out")" = 4 ] && [ "$(field ready "$out")" = 4 ]; echo $?)" \
+ok "$([ "$(modes_field switched "$out")" = 4 ] && [ "$(modes_field ready "$out")" = 4 ]; echo $?)" \
 	"every member switched to multicast"
-ok "$([ "$(field last_mcast "$out")" = 4 ] &&
-	[ "$(field last_ar_mcast "$out")" = 4 ]; echo $?)" \
+ok "$([ "$(modes_field last_mcast "$out")" = 4 ] &&
+	[ "$(modes_field last_ar_mcast "$out")" = 4 ]; echo $?)" \
 	"after the switch broadcasts and allreduces go by multicast on every member"
 ok "$(grep -qE 'grew group 1 \(MLID 0x[0-9a-f]+\): .*SM-confirmed ready' "$out"; echo $?)" \
 	"rank 0 grew group 1 and waited for the SM's confirmation ($(grep -oE 'grew group.*' "$out" | head -n 1))"

@@ -13,14 +13,10 @@
 . "$top_srcdir/tests/lib-libjob.sh"
 
 libjob_need
-MODES=$top_builddir/tests/libjob/modes_check
-need_file "$MODES" "tests/libjob/modes_check"
+modes_need
 plan 10
 
 JOB=412
-field() {
-	grep -oE "(^|[ ])$1=[^ ]+" "$2" | head -n 1 | cut -d= -f2
-}
 # group0: the nodes group 0 is narrowed to ("all": none) and its state.
 group0() {
 	"$IBMCASTCTL" --json status "$JOB" |
@@ -65,13 +61,13 @@ is "$(group0)" "all ready" "group 0 spans the whole job before"
 
 IBMCAST_PRUNE=0 sub_run wide
 wide=$BYTES
-ok "$([ "$(field bad "$OUTF")" = 0 ] && [ "$(field last_mcast "$OUTF")" = 2 ]; echo $?)" \
+ok "$([ "$(modes_field bad "$OUTF")" = 0 ] && [ "$(modes_field last_mcast "$OUTF")" = 2 ]; echo $?)" \
 	"IBMCAST_PRUNE=0: every byte right, broadcasts by multicast"
 is "$(group0)" "all ready" "IBMCAST_PRUNE=0: group 0 was not narrowed"
 
 sub_run pruned
 pruned=$BYTES
-ok "$([ "$(field bad "$OUTF")" = 0 ] && [ "$(field last_mcast "$OUTF")" = 2 ]; echo $?)" \
+ok "$([ "$(modes_field bad "$OUTF")" = 0 ] && [ "$(modes_field last_mcast "$OUTF")" = 2 ]; echo $?)" \
 	"pruned: every byte right, broadcasts by multicast"
 ok "$(grep -qE 'pruned group 0 \(MLID 0x[0-9a-f]+\) to its 2 member port\(s\): SM-confirmed' "$OUTF"; echo $?)" \
 	"pruned: rank 0 logged the SM's confirmation ($(grep -oE 'pruned group 0.*' "$OUTF" | head -n 1))"
