@@ -77,6 +77,7 @@ void ibmc__grow_poll(struct ibmc_comm *c)
 	}
 	c->mcast_err = rc;
 	c->mcast_why = c->why_buf;
+	ibmc__switch_abandon(c, -rc);
 	ibmc_log(IBMC_LOG_INFO,
 		 "libibmcast: rank %d: communicator %08x stays point-to-point: %s",
 		 ctx->rank, c->id, c->why_buf);

@@ -2,7 +2,8 @@
 /*
  * The switch of a communicator to multicast (see mcast_switch.h). Rank 0
  * repeats its offer every IBMCAST_MCAST_TEST_PERIOD_MS to the members that
- * have not answered, at most IBMCAST_MCAST_TEST_TRIES times; a member
+ * have not answered, until the collective timeout (IBMCAST_BCAST_TIMEOUT_MS:
+ * a member that long silent would fail a collective too); a member
  * repeats its answer as long as it has no decision, and rank 0 answers
  * each repetition with the decision, so that every loss costs a period
  * and nothing else.
@@ -33,12 +34,13 @@ struct ibmc__switch {
 	uint32_t at;
 	int applied;
 	int64_t start_us, next_us, period_us;
+	int64_t give_up_us;	/* rank 0: no answer from some member */
 	/* Member. */
 	uint32_t my_seq, fence;
 	int attach_err;
 	/* Rank 0. */
 	unsigned char *answered;
-	int nanswered, tries;
+	int nanswered;
 	uint32_t max_seq;
 	char addr[IBMC_GROUP_STRLEN];	/* "": the members have the group */
 };
@@ -46,6 +48,12 @@ struct ibmc__switch {
 static int seq_ge(uint32_t a, uint32_t b)
 {
 	return (int32_t)(a - b) >= 0;
+}
+
+static int silence_ms(const struct ibmc_comm *c)
+{
+	return c->ctx->env.timeout_ms ? c->ctx->env.timeout_ms :
+					SILENCE_DEFAULT_MS;
 }
 
 int ibmc__switch_expect(struct ibmc_comm *c)
@@ -107,6 +115,21 @@ static void decide(struct ibmc_comm *c, struct ibmc__switch *sw, int err)
 		send_kind(c, r, IBMC__K_SWAT, sw->at, (uint32_t)err, NULL, 0);
 }
 
+void ibmc__switch_abandon(struct ibmc_comm *c, int err)
+{
+	struct ibmc__switch *sw = c->sw;
+	int r;
+
+	if (!sw || sw->known || c->rank != 0)
+		return;
+	/* Members wait for no offer (they never reached a fence): this
+	 * only tells them why they stay point-to-point, once. */
+	sw->known = 1;
+	sw->err = err;
+	for (r = 1; r < c->size; r++)
+		send_kind(c, r, IBMC__K_SWAT, 0, (uint32_t)err, NULL, 0);
+}
+
 void ibmc__switch_offer(struct ibmc_comm *c, const struct ibmc_tr_group *g)
 {
 	struct ibmc__switch *sw = c->sw;
@@ -126,6 +149,7 @@ void ibmc__switch_offer(struct ibmc_comm *c, const struct ibmc_tr_group *g)
 	sw->offered = 1;
 	sw->max_seq = c->next_seq;
 	sw->next_us = ibmc__task_now();
+	sw->give_up_us = sw->next_us + (int64_t)silence_ms(c) * 1000;
 	if (c->size == 1)
 		decide(c, sw, 0);
 }
@@ -211,10 +235,11 @@ void ibmc__switch_input(struct ibmc_comm *c, const struct ibmc__hdr *h,
 		sw->known = 1;
 		sw->at = h->a;
 		sw->err = (int)h->b;
-		if (sw->err) {
+		if (sw->err && c->mcast_err) {
 			snprintf(c->why_buf, sizeof(c->why_buf),
 				 "rank 0 gave the switch to multicast up: %s",
 				 strerror(sw->err));
+			c->mcast_err = -sw->err;
 			c->mcast_why = c->why_buf;
 		}
 	}
@@ -234,10 +259,10 @@ int64_t ibmc__switch_progress(struct ibmc_comm *c, int64_t now)
 			  (uint32_t)sw->attach_err, NULL, 0);
 		return sw->next_us;
 	}
-	if (sw->tries++ >= c->ctx->env.mtest_tries) {
+	if (now >= sw->give_up_us) {
 		snprintf(c->why_buf, sizeof(c->why_buf),
-			 "members did not answer rank 0's offer of the group (%d tries)",
-			 sw->tries - 1);
+			 "members did not answer rank 0's offer of the group within %d ms",
+			 silence_ms(c));
 		decide(c, sw, ETIMEDOUT);
 		return INT64_MAX;
 	}
@@ -261,8 +286,7 @@ int ibmc__switch_gate(struct ibmc_comm *c)
 		return 0;
 	if (c->rank && sw->offered && !sw->known &&
 	    seq_ge(c->next_seq, sw->fence)) {
-		timeout = c->ctx->env.timeout_ms ? c->ctx->env.timeout_ms :
-						   SILENCE_DEFAULT_MS;
+		timeout = silence_ms(c);
 		ibmc__progress_until(c->ctx, decision_known, sw, timeout);
 		if (!sw->known) {
 			ibmc_log(IBMC_LOG_WARN,

@@ -30,6 +30,10 @@ int ibmc__switch_expect(struct ibmc_comm *c);
  * every member. */
 void ibmc__switch_offer(struct ibmc_comm *c, const struct ibmc_tr_group *g);
 
+/* Rank 0, when it has no group to offer after all (err > 0): members
+ * are told, once, why they stay point-to-point. */
+void ibmc__switch_abandon(struct ibmc_comm *c, int err);
+
 /* A datagram of the switch (coll IBMC__C_SWITCH). */
 void ibmc__switch_input(struct ibmc_comm *c, const struct ibmc__hdr *h,
 		       const unsigned char *payload, size_t plen);

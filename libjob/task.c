@@ -169,10 +169,22 @@ void ibmc__progress_until(struct ibmc_context *ctx, int (*done)(void *),
 			  void *arg, int timeout_ms)
 {
 	int64_t end = ibmc__now_ms() + timeout_ms;
+	ibmc_wait_hook_t hook;
+	void *harg;
 
 	call_enter(ctx);
-	while (!done(arg) && ibmc__now_ms() < end)
+	while (!done(arg) && ibmc__now_ms() < end) {
 		step(ctx, NULL);
+		/* As ibmc__wait: the caller's progress engine runs too (its
+		 * peer may be waiting for this rank in it). */
+		hook = ctx->wait_hook;
+		harg = ctx->wait_hook_arg;
+		if (!hook)
+			continue;
+		pthread_mutex_unlock(&ctx->lock);
+		hook(harg);
+		pthread_mutex_lock(&ctx->lock);
+	}
 	call_leave(ctx);
 }
 
