@@ -32,6 +32,7 @@ struct ibmc_context {
 	int *peer;			/* transport handle per context rank */
 	uint32_t *node;			/* node name hash per context rank */
 	char (*node_name)[IBMC__NODE_NAME_MAX];	/* ... and the name */
+	int nnodes;			/* distinct nodes, 0: not counted yet */
 	uint32_t job_key;		/* hash of every rank's address */
 
 	/* Pool: a group is taken by the lowest-numbered free slot. */

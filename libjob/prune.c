@@ -18,42 +18,76 @@
 #include "libjob/prune.h"
 #include "libjob/reshape_req.h"
 
-/* Distinct entries of a node-hash list, in first-seen order. */
-static int distinct(const uint32_t *node, const int *ranks, int n,
-		    int *first)
+/* qsort context: the node hash of each rank (no reentrant qsort_r in
+ * every libc, so the hashes travel with the indices). */
+struct by_node {
+	uint32_t hash;
+	int rank;		/* context rank */
+};
+
+static int cmp_node(const void *a, const void *b)
 {
-	int i, j, k = 0;
+	const struct by_node *x = a, *y = b;
 
+	if (x->hash != y->hash)
+		return x->hash < y->hash ? -1 : 1;
+	return x->rank - y->rank;
+}
+
+/* The n ranks (ranks NULL: 0..n-1) sorted by node: each node's ranks
+ * form a run. NULL without memory. */
+static struct by_node *sort_by_node(const struct ibmc_context *ctx,
+				    const int *ranks, int n)
+{
+	struct by_node *v = malloc(sizeof(*v) * (size_t)n);
+	int i;
+
+	if (!v)
+		return NULL;
 	for (i = 0; i < n; i++) {
-		uint32_t h = node[ranks ? ranks[i] : i];
-
-		for (j = 0; j < k; j++)
-			if (node[ranks ? ranks[first[j]] : first[j]] == h)
-				break;
-		if (j == k)
-			first[k++] = i;
+		v[i].rank = ranks ? ranks[i] : i;
+		v[i].hash = ctx->node[v[i].rank];
 	}
+	qsort(v, (size_t)n, sizeof(*v), cmp_node);
+	return v;
+}
+
+/* Distinct nodes of a sorted list; *set (may be NULL) their hash. */
+static int count_nodes(const struct by_node *v, int n, uint32_t *set)
+{
+	uint32_t h = IBMC__FNV32_INIT;
+	int i, k = 0;
+
+	for (i = 0; i < n; i++)
+		if (!i || v[i].hash != v[i - 1].hash) {
+			h = ibmc__fnv1a32(h, &v[i].hash, sizeof(v[i].hash));
+			k++;
+		}
+	if (set)
+		*set = h ? h : 1;
 	return k;
 }
 
 uint32_t ibmc__comm_node_subset(const struct ibmc_comm *c)
 {
-	const struct ibmc_context *ctx = c->ctx;
-	int *first = malloc(sizeof(int) * (size_t)ctx->size);
-	uint32_t h = IBMC__FNV32_INIT;
-	int mine, all, i;
+	struct ibmc_context *ctx = c->ctx;
+	struct by_node *v;
+	uint32_t set;
+	int mine;
 
-	if (!first)
+	if (!ctx->nnodes) {
+		v = sort_by_node(ctx, NULL, ctx->size);
+		if (!v)
+			return 0;
+		ctx->nnodes = count_nodes(v, ctx->size, NULL);
+		free(v);
+	}
+	v = sort_by_node(ctx, c->members, c->size);
+	if (!v)
 		return 0;
-	mine = distinct(ctx->node, c->members, c->size, first);
-	for (i = 0; i < mine; i++)
-		h = ibmc__fnv1a32(h, &ctx->node[c->members[first[i]]],
-				  sizeof(uint32_t));
-	all = distinct(ctx->node, NULL, ctx->size, first);
-	free(first);
-	if (mine >= all)
-		return 0;
-	return h ? h : 1;
+	mine = count_nodes(v, c->size, &set);
+	free(v);
+	return mine < ctx->nnodes ? set : 0;
 }
 
 /* c's node names as a hostlist, or NULL (a name too long to have gone
@@ -61,23 +95,24 @@ uint32_t ibmc__comm_node_subset(const struct ibmc_comm *c)
 static char *member_nodes(const struct ibmc_comm *c)
 {
 	const struct ibmc_context *ctx = c->ctx;
+	struct by_node *v = sort_by_node(ctx, c->members, c->size);
 	char **names = calloc((size_t)c->size, sizeof(*names));
 	char *list = NULL;
-	int *first = malloc(sizeof(int) * (size_t)c->size);
-	int n, i;
+	int i, n = 0;
 
-	if (!names || !first)
+	if (!names || !v)
 		goto out;
-	n = distinct(ctx->node, c->members, c->size, first);
-	for (i = 0; i < n; i++) {
-		names[i] = ctx->node_name[c->members[first[i]]];
-		if (!names[i][0])
+	for (i = 0; i < c->size; i++) {
+		if (i && v[i].hash == v[i - 1].hash)
+			continue;
+		names[n] = ctx->node_name[v[i].rank];
+		if (!names[n++][0])
 			goto out;
 	}
 	list = ibmc__hostlist_compress(names, (size_t)n);
 out:
 	free(names);
-	free(first);
+	free(v);
 	return list;
 }
 

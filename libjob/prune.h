@@ -17,8 +17,9 @@ struct ibmc_comm;
 struct ibmc_context;
 struct ibmc__reshape_req;
 
-/* Whether c's members span fewer nodes than the context's ranks, and the
- * hash of c's node set (0 when it spans them all). */
+/* Whether c's members span fewer nodes than the context's ranks: the
+ * hash of c's node set (whatever the members' order), 0 when it spans
+ * them all. Sorts: O(n log n) in the ranks. */
 uint32_t ibmc__comm_node_subset(const struct ibmc_comm *c);
 
 /* Rank 0, at creation with pool group c->group (ctx->lock held): ask for
