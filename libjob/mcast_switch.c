@@ -201,8 +201,15 @@ void ibmc__switch_input(struct ibmc_comm *c, const struct ibmc__hdr *h,
 	struct ibmc__switch *sw = c->sw;
 	int r = (int)h->src;
 
-	if (!sw)
-		return;	/* this member took a group of its own */
+	if (!sw) {
+		/* This member found a free group of the pool where rank 0
+		 * found none (members that created communicators in other
+		 * orders): say so at once, so that nobody waits for it. */
+		if (c->rank && h->kind == IBMC__K_SWOFFER && r == 0)
+			send_kind(c, 0, IBMC__K_SWSEQ, c->next_seq, EEXIST,
+				  NULL, 0);
+		return;
+	}
 	if (c->rank == 0) {
 		if (h->kind != IBMC__K_SWSEQ || !sw->offered)
 			return;
