@@ -15,7 +15,10 @@
 #include "libjob/coll/coll.h"
 #include "libjob/comm.h"
 #include "libjob/dispatch.h"
+#include "libjob/grow.h"
+#include "libjob/mcast_switch.h"
 #include "libjob/mode.h"
+#include "libjob/prune.h"
 #include "libjob/shm.h"
 #include "libjob/topo.h"
 
@@ -52,11 +55,29 @@ static int comm_identity(struct ibmc_context *ctx, struct ibmc_comm *c)
 	return 0;
 }
 
+/* Pool exhausted: rank 0 asks the SM for one more group, every member
+ * expects to be offered it; point-to-point until then. */
+static void grow_group(struct ibmc_comm *c)
+{
+	c->mcast_err = -ENOSPC;
+	c->mcast_why = "pool exhausted: every group of the job is taken by another communicator";
+	if (c->size < 2 || !ibmc__grow_possible(c))
+		return;
+	if (ibmc__switch_expect(c))
+		return;
+	if (c->rank == 0 && ibmc__grow_start(c)) {
+		c->mcast_why = c->why_buf;
+		return;
+	}
+	c->mcast_err = -EINPROGRESS;
+	c->mcast_why = "pool exhausted: rank 0 asked the SM for one more group (grow); point-to-point until the SM confirms it ready and every member switched";
+}
+
 /* The next free pool group, attached; on any failure the communicator
  * stays point-to-point with the reason. */
 static void take_group(struct ibmc_context *ctx, struct ibmc_comm *c)
 {
-	int g, rc;
+	int g = 0, i, start, rc;
 
 	c->group = -1;
 	c->ghandle = -1;
@@ -70,12 +91,19 @@ static void take_group(struct ibmc_context *ctx, struct ibmc_comm *c)
 		c->mcast_why = ctx->mcast_why;
 		return;
 	}
-	for (g = 0; g < ctx->env.ngroups; g++)
+	/* A communicator over some of the nodes narrows its group: it
+	 * starts its search where its node set says, so that communicators
+	 * over other nodes, created at the same time by other processes
+	 * (each takes from its own view of the pool), rarely take the same
+	 * group and narrow it to each other's nodes. */
+	start = (int)(ibmc__comm_node_subset(c) % (uint32_t)ctx->env.ngroups);
+	for (i = 0; i < ctx->env.ngroups; i++) {
+		g = (start + i) % ctx->env.ngroups;
 		if (!ctx->pool_used[g])
 			break;
-	if (g == ctx->env.ngroups) {
-		c->mcast_err = -ENOSPC;
-		c->mcast_why = "pool exhausted: every group of the job is taken by another communicator";
+	}
+	if (i == ctx->env.ngroups) {
+		grow_group(c);
 		return;
 	}
 	rc = ctx->ops->mcast_attach(ctx->tr, &ctx->env.groups[g]);
@@ -93,6 +121,7 @@ static void take_group(struct ibmc_context *ctx, struct ibmc_comm *c)
 	c->gmtu = ctx->env.groups[g].mtu;
 	c->mcast_err = 0;
 	c->mcast_why = NULL;
+	ibmc__prune_start(c);
 }
 
 int ibmc__comm_create_mode(struct ibmc_context *ctx, const int *ranks, int n,
@@ -123,6 +152,7 @@ int ibmc__comm_create_mode(struct ibmc_context *ctx, const int *ranks, int n,
 	c->group = -1;
 	c->ghandle = -1;
 	c->own_slot = -1;
+	c->prune_group = -1;
 	for (i = 0; i < n; i++) {
 		int r = ranks ? ranks[i] : i;
 
@@ -223,6 +253,9 @@ void ibmc__comm_destroy(struct ibmc_comm *c)
 		ctx->pool_used[c->group] = 0;
 	}
 	ibmc__tasks_free(c);
+	ibmc__prune_release(c);
+	ibmc__grow_free(c);
+	ibmc__switch_free(c);
 	ibmc__mode_release(c);
 	ibmc__early_free(&c->early);
 	ibmc__shm_free(c->shm);
@@ -265,6 +298,9 @@ int ibmc_comm_free(ibmc_comm_t *c)
 		c->group = -1;
 		c->ghandle = -1;
 	}
+	ibmc__prune_release(c);
+	ibmc__grow_free(c);
+	ibmc__switch_free(c);
 	ibmc__mode_release(c);
 	c->zombie = 1;
 	pthread_mutex_unlock(&ctx->lock);
@@ -290,7 +326,7 @@ int ibmc_comm_mcast_state(const ibmc_comm_t *c, const char **why)
 	}
 	if (c->lazy_ready && c->mcast_err) {
 		if (why)
-			*why = "multicast tested and ready for broadcasts (lazy mode: the other collectives stay point-to-point)";
+			*why = "multicast tested and ready for broadcasts (lazy mode: the other collectives go point-to-point until every member switched)";
 		return 0;
 	}
 	if (!c->mcast_err && c->st.bcasts < c->mc_suspend_until) {

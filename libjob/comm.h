@@ -21,6 +21,8 @@
 
 struct ibmc__topo;
 struct ibmc__shm;
+struct ibmc__switch;
+struct ibmc__reshape_req;
 
 /* A datagram kept for later: for a communicator not created yet, or for a
  * collective this rank has not entered yet. */
@@ -54,10 +56,22 @@ struct ibmc_comm {
 					 * (its node's lowest rank): leave */
 	int own_slot;			/* the job's own pool slot, -1: none */
 	int lazy_ready;			/* lazy: testing succeeded, broadcasts
-					 * may multicast */
+					 * may multicast (the other
+					 * collectives after the switch) */
 	struct ibmc__task *mtest;	/* multicast testing in flight */
 	int64_t mtest_start_us;
 	char why_buf[200];		/* mcast_why when made here */
+
+	/* Started point-to-point, switches to multicast later at the same
+	 * collective on every member (mcast_switch.c): a group grown for it
+	 * (grow.c, mode sm with the pool exhausted; rank 0 asks) or lazy
+	 * testing that succeeded. */
+	struct ibmc__switch *sw;
+	struct ibmc__reshape_req *grow;
+	/* Rank 0 of a communicator over some of the job's nodes: its pool
+	 * group narrowed to them (prune.c), widened back at free. */
+	struct ibmc__reshape_req *prune;
+	int prune_group, prune_done;
 
 	/* Per collective (enum ibmc__coll): the algorithm chosen by name
 	 * (0: auto) and the one the last call used (-1: none yet). */

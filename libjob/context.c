@@ -21,6 +21,7 @@
 #include "libjob/context.h"
 #include "libjob/dispatch.h"
 #include "libjob/mode.h"
+#include "libjob/prune.h"
 #include "libjob/task.h"
 #include "libjob/topo.h"
 #include "libjob/wire.h"
@@ -38,6 +39,7 @@ struct card {
 	uint32_t node_hash;	/* big-endian: IBMCAST_NODE's hash */
 	uint32_t nonce;		/* big-endian: rank 0's is the job's, in
 				 * the MGIDs of groups it makes itself */
+	char node_name[IBMC__NODE_NAME_MAX];	/* "" when too long */
 };
 
 /* Different for two runs of one job id: time and process. */
@@ -112,11 +114,14 @@ static int exchange(struct ibmc_context *ctx, const ibmc_bootstrap_t *bs)
 		return rc;
 	mine.node_hash = htobe32(ibmc__fnv1a32(IBMC__FNV32_INIT, node,
 					      strlen(node)));
+	if (strlen(node) < sizeof(mine.node_name))
+		memcpy(mine.node_name, node, strlen(node));
 	mine.nonce = htobe32(draw_nonce());
 	all = calloc((size_t)ctx->size, sizeof(*all));
 	ctx->peer = calloc((size_t)ctx->size, sizeof(*ctx->peer));
 	ctx->node = calloc((size_t)ctx->size, sizeof(*ctx->node));
-	if (!all || !ctx->peer || !ctx->node) {
+	ctx->node_name = calloc((size_t)ctx->size, sizeof(*ctx->node_name));
+	if (!all || !ctx->peer || !ctx->node || !ctx->node_name) {
 		free(all);
 		return -ENOMEM;
 	}
@@ -139,6 +144,9 @@ static int exchange(struct ibmc_context *ctx, const ibmc_bootstrap_t *bs)
 		}
 		ctx->peer[r] = rc;
 		ctx->node[r] = be32toh(all[r].node_hash);
+		memcpy(ctx->node_name[r], all[r].node_name,
+		       sizeof(ctx->node_name[r]));
+		ctx->node_name[r][sizeof(ctx->node_name[r]) - 1] = 0;
 	}
 	agree(ctx, all);
 	/* Every rank's address at once names this run of the job, the same
@@ -222,6 +230,7 @@ err_lock:
 	pthread_mutex_destroy(&ctx->lock);
 	free(ctx->peer);
 	free(ctx->node);
+	free(ctx->node_name);
 err_close:
 	ctx->ops->close(ctx->tr);
 err_free:
@@ -248,6 +257,7 @@ int ibmc_finalize(ibmc_context_t *ctx)
 			 DRAIN_OWED_MAX_MS, DRAIN_MAX_MS);
 	while (ctx->comms)
 		ibmc__comm_destroy(ctx->comms);
+	ibmc__widen_free_all(ctx);
 	ibmc__own_pool_free(ctx);
 	ibmc__early_free(&ctx->early);
 	pthread_mutex_unlock(&ctx->lock);
@@ -256,6 +266,7 @@ int ibmc_finalize(ibmc_context_t *ctx)
 	free(ctx->ids);
 	free(ctx->peer);
 	free(ctx->node);
+	free(ctx->node_name);
 	free(ctx);
 	return 0;
 }

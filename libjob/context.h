@@ -17,6 +17,11 @@
 
 struct ibmc_comm;
 struct ibmc__early;
+struct ibmc__reshape_req;
+
+/* Node names longer than this are not sent round (prune needs them; a
+ * hostlist name is at most 63 bytes). */
+#define IBMC__NODE_NAME_MAX 64
 
 struct ibmc_context {
 	int rank, size;
@@ -26,6 +31,8 @@ struct ibmc_context {
 	size_t mtu;			/* transport datagram limit */
 	int *peer;			/* transport handle per context rank */
 	uint32_t *node;			/* node name hash per context rank */
+	char (*node_name)[IBMC__NODE_NAME_MAX];	/* ... and the name */
+	int nnodes;			/* distinct nodes, 0: not counted yet */
 	uint32_t job_key;		/* hash of every rank's address */
 
 	/* Pool: a group is taken by the lowest-numbered free slot. */
@@ -46,6 +53,17 @@ struct ibmc_context {
 	} own_pool[IBMC__MAX_GROUPS];
 	int own_npool;
 	char own_pool_why[200];		/* why the pool is smaller, if it is */
+
+	/* Requests of freed communicators (prune.c): pool groups being
+	 * widened back after a narrowing, grows cut short; owned by the
+	 * context, reaped by progress and joined at finalize. */
+	struct ibmc__widen {
+		struct ibmc__widen *next;
+		struct ibmc__reshape_req *prune;	/* told to stop; the
+							 * widening waits for it */
+		struct ibmc__reshape_req *req;	/* the widening, once sent */
+		int group;
+	} *widens;
 
 	/* Communicator ids: member-set hash and how often it was used. */
 	struct { uint32_t hash, count; } *ids;

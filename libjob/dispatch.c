@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "libjob/dispatch.h"
+#include "libjob/mcast_switch.h"
 #include "libjob/model.h"
 #include "libjob/task.h"
 
@@ -78,6 +79,10 @@ static void comm_input(struct ibmc_comm *comm, const void *data, size_t len,
 	    (int)h.src == comm->rank)
 		return;
 	plen = len > h.hlen ? len - h.hlen : 0;
+	if (h.coll == IBMC__C_SWITCH) {
+		ibmc__switch_input(comm, &h, p + h.hlen, plen);
+		return;
+	}
 	t = ibmc__task_find(comm, h.seq, &lingering);
 	if (t && !lingering) {
 		ibmc__task_input(t, &h, p + h.hlen, plen, is_mcast);

@@ -168,6 +168,10 @@ int ibmc__env_read(struct ibmc__env *e)
 		if (!ibmc__parse_ulong(s, 10, 0, 0xffffffffUL, &j))
 			e->job = (uint32_t)j;
 	}
+	s = getenv("IBMCAST_SERVER");
+	e->server = s && *s ? s : NULL;
+	s = getenv("IBMCAST_MUNGE_SOCKET");
+	e->munge_socket = s && *s ? s : NULL;
 	read_pool(e);
 	s = getenv("IBMCAST_COMM_MODE");
 	if (s && *s) {
@@ -217,6 +221,10 @@ int ibmc__env_read(struct ibmc__env *e)
 	e->mtest_tries = (int)v;
 	rc = knob("IBMCAST_MODE_POOL_GROUPS", 0, IBMC__MAX_GROUPS, 4, &v) ?: rc;
 	e->pool_groups = (int)v;
+	rc = knob("IBMCAST_RESHAPE_WAIT_MS", 0, 3600000, 60000, &v) ?: rc;
+	e->reshape_wait_ms = (int)v;
+	rc = knob("IBMCAST_PRUNE", 0, 1, 1, &v) ?: rc;
+	e->prune = (int)v;
 	s = getenv("IBMCAST_BARRIER_MEASURE");
 	if (s && *s) {
 		if (!strcmp(s, "create")) {

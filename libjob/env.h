@@ -38,6 +38,11 @@ struct ibmc__env {
 	const char *sim_socket;		/* IBMCAST_SIM_DATAPLANE */
 	const char *hub;		/* IBMCAST_LOOPBACK_HUB */
 	uint32_t job;
+	const char *server;		/* IBMCAST_SERVER: grow's endpoint */
+	const char *munge_socket;	/* IBMCAST_MUNGE_SOCKET */
+	int reshape_wait_ms;		/* IBMCAST_RESHAPE_WAIT_MS, 0: neither
+					 * grow nor prune */
+	int prune;			/* IBMCAST_PRUNE */
 	int ngroups;
 	struct ibmc_tr_group groups[IBMC__MAX_GROUPS];
 	int mcast_err;			/* 0: the pool may be used */

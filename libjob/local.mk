@@ -47,6 +47,10 @@ libjob_libibmcast_core_la_SOURCES = \
 	libjob/tr_loopback.c \
 	libjob/mode.c libjob/mode.h \
 	libjob/mcast_test.c libjob/mcast_test.h \
+	libjob/mcast_switch.c libjob/mcast_switch.h \
+	libjob/grow.c libjob/grow.h \
+	libjob/prune.c libjob/prune.h \
+	libjob/reshape_req.c libjob/reshape_req.h \
 	libjob/sa_mcmr.c libjob/sa_mcmr.h
 libjob_libibmcast_core_la_LIBADD = common/libibmcast_common.la -lpthread
 

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "common/log.h"
+#include "libjob/mcast_switch.h"
 #include "libjob/mcast_test.h"
 #include "libjob/mode.h"
 #include "libjob/send.h"
@@ -154,7 +155,9 @@ static void root_input(struct ibmc__task *t, struct mtest *m,
 		}
 		if (!m->joined[r]) {
 			m->joined[r] = 1;
-			m->njoined++;
+			if (++m->njoined == c->size - 1)
+				c->st.mtest_join_us = (uint64_t)
+					(ibmc__task_now() - c->mtest_start_us);
 		}
 	} else if (h->kind == IBMC__K_MTACK && m->joined[r] && !m->acked[r]) {
 		m->acked[r] = 1;
@@ -301,7 +304,13 @@ static void t_complete(struct ibmc__task *t, int rc)
 	}
 	c->st.mtest_us = (uint64_t)(ibmc__task_now() - c->mtest_start_us);
 	if (c->mode == IBMC__MODE_LAZY) {
-		c->lazy_ready = 1;	/* see comm.h: broadcasts only */
+		/* Broadcasts may multicast at once (their root's choice
+		 * travels with the data); the other collectives, whose
+		 * algorithm every member picks itself, once rank 0 has
+		 * agreed the switch with every member. */
+		c->lazy_ready = 1;
+		if (c->rank == 0)
+			ibmc__switch_offer(c, NULL);
 		return;
 	}
 	c->mcast_err = 0;

@@ -12,6 +12,7 @@
 
 #include "common/log.h"
 #include "common/mgid.h"
+#include "libjob/mcast_switch.h"
 #include "libjob/mcast_test.h"
 #include "libjob/mode.h"
 
@@ -139,8 +140,12 @@ int ibmc__mode_start(struct ibmc_comm *c)
 	mcast_off(c, -EINPROGRESS,
 		  "multicast testing in progress (mode %s): point-to-point until every member acknowledged",
 		  ibmc__comm_mode_name(c->mode));
-	if (c->mode == IBMC__MODE_LAZY)
-		return ibmc__mtest_start(c, NULL);
+	if (c->mode == IBMC__MODE_LAZY) {
+		/* Once tested, every collective switches to multicast at
+		 * the same call on every member (mcast_switch.h). */
+		rc = ibmc__switch_expect(c);
+		return rc ? rc : ibmc__mtest_start(c, NULL);
+	}
 	memset(&req, 0, sizeof(req));
 	rc = ibmc__mtest_start(c, &req);
 	if (rc)

@@ -16,7 +16,10 @@
 #include "libjob/coll/coll.h"
 #include "libjob/comm.h"
 #include "libjob/dispatch.h"
+#include "libjob/grow.h"
+#include "libjob/mcast_switch.h"
 #include "libjob/model.h"
+#include "libjob/prune.h"
 #include "libjob/task.h"
 
 /* Completed tasks kept per communicator to answer late packets, and for
@@ -163,6 +166,29 @@ void ibmc__task_settle(struct ibmc_comm *comm)
 	call_leave(comm->ctx);
 }
 
+void ibmc__progress_until(struct ibmc_context *ctx, int (*done)(void *),
+			  void *arg, int timeout_ms)
+{
+	int64_t end = ibmc__now_ms() + timeout_ms;
+	ibmc_wait_hook_t hook;
+	void *harg;
+
+	call_enter(ctx);
+	while (!done(arg) && ibmc__now_ms() < end) {
+		step(ctx, NULL);
+		/* As ibmc__wait: the caller's progress engine runs too (its
+		 * peer may be waiting for this rank in it). */
+		hook = ctx->wait_hook;
+		harg = ctx->wait_hook_arg;
+		if (!hook)
+			continue;
+		pthread_mutex_unlock(&ctx->lock);
+		hook(harg);
+		pthread_mutex_lock(&ctx->lock);
+	}
+	call_leave(ctx);
+}
+
 int ibmc__task_start(struct ibmc_comm *comm, int coll, int algo,
 		     const struct ibmc__task_ops *ops,
 		     const struct ibmc__args *args, void *priv,
@@ -259,11 +285,22 @@ int64_t ibmc__progress_all(struct ibmc_context *ctx, int64_t now)
 			if (td < d)
 				d = td;
 		}
+		if (c->grow)
+			ibmc__grow_poll(c);
+		if (c->prune)
+			ibmc__prune_poll(c);
+		if (c->sw) {
+			td = ibmc__switch_progress(c, now);
+			if (td < d)
+				d = td;
+		}
 		if (c->lingering)
 			trim_lingering(c, now);
 		if (c->zombie && !c->tasks && !c->lingering)
 			ibmc__comm_destroy(c);	/* nothing owed any more */
 	}
+	if (ctx->widens)
+		ibmc__widen_poll(ctx);
 	return d;
 }
 

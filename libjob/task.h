@@ -112,6 +112,11 @@ int64_t ibmc__progress_all(struct ibmc_context *ctx, int64_t now);
 /* Progress (pulling datagrams) until req completes; ctx->lock held. */
 int ibmc__wait(struct ibmc_request *req);
 
+/* Progress (pulling datagrams) until done(arg) or timeout_ms passed;
+ * ctx->lock held. */
+void ibmc__progress_until(struct ibmc_context *ctx, int (*done)(void *),
+			  void *arg, int timeout_ms);
+
 /* Progress until comm has no task in flight (each is bounded by its own
  * timeout); ctx->lock held. */
 void ibmc__task_settle(struct ibmc_comm *comm);

@@ -26,7 +26,8 @@ static uint64_t get64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return b
  *   MSG: 24 b, then the payload;
  *   XDATA: 24 b, 28 len, then the payload;
  *   XACK: 24 b, 28 mask;
- *   MTINV: 24 b;
+ *   MTINV, SWSEQ, SWAT: 24 b;
+ *   SWOFFER: then the payload;
  *   PROBE, FIN, PULL, MTJOINED, MTPING, MTACK, MTDONE: nothing.
  */
 size_t ibmc__wire_encode(const struct ibmc__hdr *h, uint8_t *out)
@@ -75,6 +76,8 @@ size_t ibmc__wire_encode(const struct ibmc__hdr *h, uint8_t *out)
 		put64(out + 28, h->mask);
 		return 36;
 	case IBMC__K_MTINV:
+	case IBMC__K_SWSEQ:
+	case IBMC__K_SWAT:
 		put32(out + 24, h->b);
 		return 28;
 	default:
@@ -94,7 +97,7 @@ int ibmc__wire_decode(const void *buf, size_t len, struct ibmc__hdr *h)
 	h->flags = p[2];
 	h->coll = p[3] >> 4;
 	h->algo = p[3] & 0xf;
-	if (h->coll > IBMC__C_MTEST)
+	if (h->coll > IBMC__C_SWITCH)
 		return -EBADMSG;
 	h->comm_id = get32(p + 4);
 	h->version = get32(p + 8);
@@ -154,6 +157,17 @@ int ibmc__wire_decode(const void *buf, size_t len, struct ibmc__hdr *h)
 		if (len < 28 || h->coll != IBMC__C_MTEST)
 			return -EBADMSG;
 		h->b = get32(p + 24);
+		return 0;
+	case IBMC__K_SWSEQ:
+	case IBMC__K_SWAT:
+		if (len < 28 || h->coll != IBMC__C_SWITCH)
+			return -EBADMSG;
+		h->b = get32(p + 24);
+		return 0;
+	case IBMC__K_SWOFFER:
+		if (h->coll != IBMC__C_SWITCH)
+			return -EBADMSG;
+		h->hlen = IBMC__WIRE_BASE;
 		return 0;
 	case IBMC__K_MTJOINED:
 	case IBMC__K_MTPING:

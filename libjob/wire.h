@@ -35,7 +35,11 @@ enum ibmc__coll {
 	IBMC__C_COUNT,
 	/* Not a collective: the multicast testing of a communicator's own
 	 * group (mcast_test.c), a task with a sequence number like them. */
-	IBMC__C_MTEST = IBMC__C_COUNT
+	IBMC__C_MTEST = IBMC__C_COUNT,
+	/* Not a collective either: the members' agreement on the collective
+	 * from which a communicator multicasts (mcast_switch.c); no task, no
+	 * sequence number of its own. */
+	IBMC__C_SWITCH
 };
 
 enum ibmc__kind {
@@ -60,6 +64,15 @@ enum ibmc__kind {
 	IBMC__K_MTPING = 12,	/* root -> group by multicast: a = try */
 	IBMC__K_MTACK = 13,	/* member -> root: got ping a */
 	IBMC__K_MTDONE = 14,	/* root -> member: a = 0 usable, else errno */
+	/* Switching a communicator to multicast (mcast_switch.c). */
+	IBMC__K_SWOFFER = 15,	/* rank 0 -> member: a group to attach to;
+				 * payload: its "MGID/MLID/QKEY/PKEY/MTU" */
+	IBMC__K_SWSEQ = 16,	/* member -> rank 0: a = the member's next
+				 * sequence number when first offered,
+				 * b = 0 attached, else the attach's errno */
+	IBMC__K_SWAT = 17,	/* rank 0 -> member: b = 0: multicast from
+				 * the first call at sequence number a or
+				 * later; else never (b = errno) */
 };
 
 #define IBMC__MT_WAITING 0xffffffffu

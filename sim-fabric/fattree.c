@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
-/* ibmcast-fattree: write a 2- or 3-level fat tree in the ibnetdiscover
+/* ibmcast-fattree: write a 1-, 2- or 3-level fat tree in the ibnetdiscover
  * format ibsim reads, with HCA NodeDescriptions equal to Slurm node names
  * and dedicated SM HCAs, the first of which is the file's first record. */
 
@@ -68,11 +68,12 @@ static void die(const char *fmt, ...)
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"Usage: %s --hosts N [--levels 2|3] [--radix R] [--sm-hosts K] [-o FILE]\n"
+		"Usage: %s --hosts N [--levels 1|2|3] [--radix R] [--sm-hosts K] [-o FILE]\n"
 		"Write an ibnetdiscover-format fat tree for ibsim.\n"
 		"\n"
 		"  -n, --hosts N      compute HCAs node1..nodeN (1..%d)\n"
-		"  -l, --levels L     switch levels, 2 (leaf/spine) or 3 (leaf/agg/core) [2]\n"
+		"  -l, --levels L     switch levels, 1 (one switch), 2 (leaf/spine) or\n"
+		"                     3 (leaf/agg/core) [2]\n"
 		"  -r, --radix R      leaf switch ports, even, 4..%d [%d]\n"
 		"  -s, --sm-hosts K   SM HCAs ibmcast-sm1..K, 1..%d [1]\n"
 		"  -o, --output FILE  write to FILE instead of standard output\n"
@@ -118,7 +119,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 			o->hosts = parse_num("--hosts", optarg, 1, MAX_HOSTS);
 			break;
 		case 'l':
-			o->levels = parse_num("--levels", optarg, 2, 3);
+			o->levels = parse_num("--levels", optarg, 1, 3);
 			break;
 		case 'r':
 			o->radix = parse_num("--radix", optarg, 4,
@@ -237,6 +238,16 @@ static void make_plan(const struct opts *o, struct plan *p)
 	int agg_ports;
 
 	memset(p, 0, sizeof(*p));
+	if (o->levels == 1) {
+		/* One switch, every port down: the seed's single-switch
+		 * testbed, where no multicast tree has more than one hop. */
+		if (o->hosts + o->sm_hosts > o->radix)
+			die("%ld hosts and %d SM HCAs do not fit one switch of radix %d; use a larger --radix or --levels 2",
+			    o->hosts, o->sm_hosts, o->radix);
+		p->half = o->radix;
+		p->leaves = 1;
+		return;
+	}
 	p->half = o->radix / 2;
 	/* The SM HCAs take ports after the last host, so every leaf but the
 	 * last holds exactly half hosts in node order. */
@@ -310,6 +321,8 @@ static void build(const struct opts *o, const struct plan *p,
 
 		link_ports(f, hca, 1, first_leaf + i / half, i % half + 1);
 	}
+	if (o->levels == 1)
+		return;
 
 	/* Leaf uplink j goes to upper switch j % upper; the links a leaf
 	 * sends to one upper switch sit on consecutive ports there. */

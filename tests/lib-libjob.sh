@@ -10,6 +10,8 @@
 # Ranks:    bcast_run MSG NRANKS HOSTLIST [ibmcast-run options] -- [bcast_check
 #           options]: one TAP result; the output is in $BCAST_OUT
 #           bcast_field KEY: KEY=VALUE of bcast_check's result/stats lines
+#           modes_need                 (tests/libjob/modes_check in $MODES)
+#           modes_field KEY FILE: the first KEY=VALUE of modes_check's output
 # Fabric:   dp_ctl ARGS... (ibmcast-sim dataplane on $SIM_DIR)
 #           dp_total_link_bytes: bytes carried over every link since reset
 # Benches:  bench_need PROGRAM DESC  (the benchmark's program and what it
@@ -100,6 +102,15 @@ within_2pct() {
 # bcast_field KEY: the value of KEY=VALUE in the last bcast_run's output.
 bcast_field() {
 	grep -oE "(^|[ ])$1=[^ ]+" <<< "$BCAST_OUT" | tail -n 1 | cut -d= -f2
+}
+
+modes_need() {
+	MODES=$top_builddir/tests/libjob/modes_check
+	need_file "$MODES" "tests/libjob/modes_check"
+}
+
+modes_field() {
+	grep -oE "(^|[ ])$1=[^ ]+" "$2" | head -n 1 | cut -d= -f2
 }
 
 # ---- benchmarks (tests/bench/*.sh): not tests, so no TAP here ------------

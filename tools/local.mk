@@ -71,6 +71,8 @@ tests_libjob_modes_check_SOURCES = tests/libjob/modes_check.c \
 tests_libjob_modes_check_LDADD = libjob/libibmcast.la
 if BUILD_OSM_PLUGIN
 TESTS += tests/integration/libjob_modes.sh
+TESTS += tests/integration/libjob_grow.sh
+TESTS += tests/integration/libjob_prune.sh
 endif
 
 # bootstrap_check: the bootstraps alone (ibmcast-run's socket, PMI2 under

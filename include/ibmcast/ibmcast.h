@@ -264,6 +264,15 @@ typedef struct ibmc_comm_stats {
 	 * did not, or there was none). */
 	uint64_t mtest_tries;
 	uint64_t mtest_us;
+	/* ... and, at the root, from creation until every member had
+	 * joined the group through the SA and attached (the rest of
+	 * mtest_us is the SM's pass and the test messages). */
+	uint64_t mtest_join_us;
+	/* A communicator that started point-to-point and switched to
+	 * multicast later (a group grown for it by the subnet manager, or
+	 * lazy testing): microseconds from its creation to the call from
+	 * which it multicasts, on this member (0: it did not switch). */
+	uint64_t switch_us;
 } ibmc_comm_stats_t;
 int ibmc_comm_get_stats(const ibmc_comm_t *comm, ibmc_comm_stats_t *st);
 

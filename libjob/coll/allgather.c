@@ -22,6 +22,7 @@
 #include "libjob/coll/allgather.h"
 #include "libjob/coll/coll.h"
 #include "libjob/comm.h"
+#include "libjob/mcast_switch.h"
 #include "libjob/task.h"
 #include "libjob/topo.h"
 
@@ -147,6 +148,9 @@ int ibmc_allgather(ibmc_comm_t *c, const void *sendbuf, void *recvbuf,
 		return rc;
 	pthread_mutex_lock(&c->ctx->lock);
 	place_own(c, sendbuf, recvbuf, blocklen);
+	rc = ibmc__switch_gate(c);
+	if (rc)
+		goto out;
 	algo = choose(c, 1);
 	if (algo == IBMC__AG_MCAST) {
 		rc = mcast_allgather(c, recvbuf, blocklen);
@@ -155,6 +159,7 @@ int ibmc_allgather(ibmc_comm_t *c, const void *sendbuf, void *recvbuf,
 		if (!rc)
 			rc = ibmc__wait(&req);
 	}
+out:
 	pthread_mutex_unlock(&c->ctx->lock);
 	return rc;
 }
@@ -173,7 +178,9 @@ int ibmc_iallgather(ibmc_comm_t *c, const void *sendbuf, void *recvbuf,
 	req->heap = 1;
 	pthread_mutex_lock(&c->ctx->lock);
 	place_own(c, sendbuf, recvbuf, blocklen);
-	rc = start(c, recvbuf, blocklen, choose(c, 0), req);
+	rc = ibmc__switch_gate(c);
+	if (!rc)
+		rc = start(c, recvbuf, blocklen, choose(c, 0), req);
 	pthread_mutex_unlock(&c->ctx->lock);
 	if (rc) {
 		free(req);

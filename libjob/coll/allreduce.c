@@ -20,6 +20,7 @@
 #include "libjob/coll/allreduce.h"
 #include "libjob/coll/coll.h"
 #include "libjob/comm.h"
+#include "libjob/mcast_switch.h"
 #include "libjob/reduce.h"
 #include "libjob/task.h"
 #include "libjob/topo.h"
@@ -158,6 +159,9 @@ int ibmc_allreduce(ibmc_comm_t *c, const void *sendbuf, void *recvbuf,
 	if (rc)
 		return rc;
 	pthread_mutex_lock(&c->ctx->lock);
+	rc = ibmc__switch_gate(c);
+	if (rc)
+		goto out;
 	a = args_new(sendbuf, recvbuf, count, dtype, op);
 	if (!a) {
 		rc = -ENOMEM;
@@ -168,6 +172,7 @@ int ibmc_allreduce(ibmc_comm_t *c, const void *sendbuf, void *recvbuf,
 		if (!rc)
 			rc = ibmc__wait(&req);
 	}
+out:
 	pthread_mutex_unlock(&c->ctx->lock);
 	return rc;
 }
@@ -187,9 +192,11 @@ int ibmc_iallreduce(ibmc_comm_t *c, const void *sendbuf, void *recvbuf,
 		return -ENOMEM;
 	req->heap = 1;
 	pthread_mutex_lock(&c->ctx->lock);
-	a = args_new(sendbuf, recvbuf, count, dtype, op);
-	rc = a ? start(c, &ibmc__allreduce_rd_ops, a, IBMC__AR_RD, req) :
-		 -ENOMEM;
+	rc = ibmc__switch_gate(c);
+	a = rc ? NULL : args_new(sendbuf, recvbuf, count, dtype, op);
+	if (!rc)
+		rc = a ? start(c, &ibmc__allreduce_rd_ops, a, IBMC__AR_RD,
+			       req) : -ENOMEM;
 	pthread_mutex_unlock(&c->ctx->lock);
 	if (rc) {
 		free(req);

@@ -29,6 +29,7 @@
 #include "libjob/coll/barrier.h"
 #include "libjob/coll/coll.h"
 #include "libjob/comm.h"
+#include "libjob/mcast_switch.h"
 #include "libjob/task.h"
 
 static const struct ibmc__algo_desc algos[] = {
@@ -276,7 +277,8 @@ int ibmc_barrier(ibmc_comm_t *c)
 	if (!c)
 		return -EINVAL;
 	pthread_mutex_lock(&c->ctx->lock);
-	if (needs_measuring(c))
+	rc = ibmc__switch_gate(c);
+	if (!rc && needs_measuring(c))
 		rc = decide(c);
 	if (!rc) {
 		resolve(c, &algo, &n);
@@ -298,8 +300,11 @@ int ibmc_ibarrier(ibmc_comm_t *c, ibmc_request_t **out)
 		return -ENOMEM;
 	req->heap = 1;
 	pthread_mutex_lock(&c->ctx->lock);
-	resolve(c, &algo, &n);
-	rc = start(c, algo, n, req);
+	rc = ibmc__switch_gate(c);
+	if (!rc) {
+		resolve(c, &algo, &n);
+		rc = start(c, algo, n, req);
+	}
 	pthread_mutex_unlock(&c->ctx->lock);
 	if (rc) {
 		free(req);

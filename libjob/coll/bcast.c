@@ -15,6 +15,7 @@
 #include "libjob/bcast_op.h"
 #include "libjob/coll/coll.h"
 #include "libjob/dispatch.h"
+#include "libjob/mcast_switch.h"
 #include "libjob/env.h"
 #include "libjob/send.h"
 
@@ -55,9 +56,10 @@ struct bcast_task {
 
 static int may_mcast(const struct ibmc_comm *c)
 {
-	/* Lazy mode's tested group serves broadcasts only: their root's
-	 * choice travels in every fragment, so members need not learn of
-	 * the test's success at the same collective (comm.h). */
+	/* Lazy mode's tested group serves broadcasts before the switch
+	 * (mcast_switch.h): their root's choice travels in every fragment,
+	 * so members need not learn of the test's success at the same
+	 * collective (comm.h). */
 	return (!c->mcast_err || (c->lazy_ready && c->ghandle >= 0)) &&
 	       c->st.bcasts >= c->mc_suspend_until;
 }
@@ -314,7 +316,9 @@ int ibmc_bcast(ibmc_comm_t *c, void *buf, size_t len, int root)
 	if (rc)
 		return rc;
 	pthread_mutex_lock(&c->ctx->lock);
-	rc = ibmc__bcast_start(c, buf, len, root, &req);
+	rc = ibmc__switch_gate(c);
+	if (!rc)
+		rc = ibmc__bcast_start(c, buf, len, root, &req);
 	if (!rc)
 		rc = ibmc__wait(&req);
 	pthread_mutex_unlock(&c->ctx->lock);
@@ -334,7 +338,9 @@ int ibmc_ibcast(ibmc_comm_t *c, void *buf, size_t len, int root,
 		return -ENOMEM;
 	req->heap = 1;
 	pthread_mutex_lock(&c->ctx->lock);
-	rc = ibmc__bcast_start(c, buf, len, root, req);
+	rc = ibmc__switch_gate(c);
+	if (!rc)
+		rc = ibmc__bcast_start(c, buf, len, root, req);
 	pthread_mutex_unlock(&c->ctx->lock);
 	if (rc) {
 		free(req);

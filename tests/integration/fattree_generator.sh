@@ -92,7 +92,7 @@ check_net() {
 }
 
 sizes="1 17 648 2000 4000"
-plan $((2 * 5 * 3 + 14 + 3 * 4))
+plan $((2 * 5 * 3 + 16 + 4 * 4))
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ibmcast-fattree.XXXXXX")
 at_exit "rm -rf '$tmp'"
@@ -122,6 +122,16 @@ sed '/^\[1\]\t"S-leaf1"\[3\]/d' "$tmp/o.net" > "$tmp/broken.net"
 like "$(check_net "$tmp/broken.net" 40 3 8 3)" 'not listed back' \
 	"the checker catches a one-sided link"
 
+# One level: a single switch, host k on its port k, the SM HCA after them.
+"$IBMCAST_FATTREE" --hosts 12 --levels 1 --radix 16 > "$tmp/one.net"
+placed=$(for i in $(seq 1 12) sm1; do
+	h=H-node$i
+	[ "$i" = sm1 ] && { h=H-ibmcast-sm1; i=13; }
+	grep -A1 "^Hca.*\"$h\"" "$tmp/one.net" | grep -c "\"S-leaf1\"\[$i\]"
+done | awk '{ s += $1 } END { print s + 0 }')
+ok "$([ "$(grep -c '^Switch' "$tmp/one.net")" = 1 ] && [ "$placed" = 13 ]; echo $?)" \
+	"1 level: one switch, host k on its port k, the SM HCA after them ($placed of 13 placed)"
+
 bad() {
 	local want=$1 out rc=0
 	shift
@@ -141,17 +151,18 @@ bad 'out of range' --levels 4 --hosts 8
 bad 'odd' --radix 7 --hosts 8
 bad 'out of range' --sm-hosts 0 --hosts 8
 bad 'levels 3' --hosts 5000 --levels 2
+bad 'do not fit one switch' --hosts 16 --levels 1 --radix 16
 bad 'unexpected argument' --hosts 8 extra
 
 # ibsim and OpenSM accept the files, and every host is discovered by name.
 if ! command -v ibsim > /dev/null 2>&1 || ! command -v opensm > /dev/null 2>&1; then
-	for _ in 1 2 3 4 5 6 7 8 9 10 11 12; do
+	for _ in $(seq 1 16); do
 		skip "ibsim or opensm not installed (ibsim-utils, opensm)"
 	done
 	exit 0
 fi
 
-for spec in "17 2 36" "200 3 8" "2000 3 36"; do
+for spec in "12 1 16" "17 2 36" "200 3 8" "2000 3 36"; do
 	# shellcheck disable=SC2086 # three words on purpose
 	set -- $spec
 	n=$1 levels=$2 radix=$3

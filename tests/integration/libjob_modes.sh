@@ -18,7 +18,7 @@ libjob_need
 MODES=$top_builddir/tests/libjob/modes_check
 need_file "$MODES" "tests/libjob/modes_check"
 need_cmd saquery infiniband-diags
-plan 23
+plan 24
 
 JOB=401
 # The job's own groups, by their MGIDs, which rank 0 logs at creation
@@ -122,7 +122,7 @@ ok "$([ -z "$(own_groups "$d")" ]; echo $?)" "basic: none of its groups at the S
 # in seed 000), so the first ones go point-to-point ----------------------
 d=$(mktemp -d "$SIM_DIR/lazy.XXXX")
 IBMCAST_PROGRESS_THREAD=0 modes_run 6 1 "$d" --mode lazy --count 1 \
-	--until-mcast 8 --max 20000
+	--until-mcast 8 --max 20000 --allreduce
 modes_check_held lazy "$d"
 ok "$RUN_RC" "lazy: ranks exited 0" || diag "$(tail -n 30 "$d/out")"
 diag "$(grep '^summary' "$d/out")"
@@ -131,6 +131,10 @@ ok "$([ "$(field bad "$d/out")" = 0 ] && [ "$(field first_p2p "$d/out")" = 6 ]; 
 m0=$(field mcast_bcasts0 "$d/out")
 ok "$([ "${m0:-0}" -ge 8 ] && [ "$(field ready "$d/out")" = 6 ]; echo $?)" \
 	"lazy: after testing, broadcasts went by multicast ($m0 at rank 0) and all 6 are ready"
+ok "$(grep -q '^rank 0 .*first_ar=recursive_doubling' "$d/out" &&
+	[ "$(field switched "$d/out")" = 6 ] &&
+	[ "$(field last_ar_mcast "$d/out")" = 6 ]; echo $?)" \
+	"lazy: allreduces went point-to-point first, by multicast once all 6 switched"
 ok "$([ -z "$(own_groups "$d")" ]; echo $?)" "lazy: none of its groups at the SA after finalize"
 
 # --- pool: the job's own pool built at init; a sub-communicator of 4 of

@@ -77,6 +77,39 @@ int main(void)
 	ibmc__wire_encode(&h, buf);
 	tap_ok(ibmc__wire_decode(buf, IBMC__WIRE_BASE, &d) < 0,
 	       "a test kind of a collective is rejected");
+	/* The switch to multicast (mcast_switch.c). */
+	memset(&h, 0, sizeof(h));
+	h.kind = IBMC__K_SWSEQ;
+	h.coll = IBMC__C_SWITCH;
+	h.comm_id = 0x1234abcd;
+	h.a = 0xfffffffe;	/* sequence numbers wrap */
+	h.b = 0;
+	tap_is_int(ibmc__wire_encode(&h, buf), 28, "switch answer is 28 bytes");
+	tap_ok(!ibmc__wire_decode(buf, 28, &d) && d.kind == IBMC__K_SWSEQ &&
+	       d.coll == IBMC__C_SWITCH && d.a == 0xfffffffe && d.b == 0,
+	       "switch answer keeps the member's sequence number");
+	tap_ok(ibmc__wire_decode(buf, 24, &d) < 0, "truncated switch answer rejected");
+	h.kind = IBMC__K_SWAT;
+	h.a = 41;
+	h.b = 110;	/* ETIMEDOUT: never */
+	ibmc__wire_encode(&h, buf);
+	tap_ok(!ibmc__wire_decode(buf, 28, &d) && d.kind == IBMC__K_SWAT &&
+	       d.a == 41 && d.b == 110, "switch decision keeps its call and error");
+	h.kind = IBMC__K_SWOFFER;
+	h.a = h.b = 0;
+	tap_is_int(ibmc__wire_encode(&h, buf), IBMC__WIRE_BASE,
+		   "switch offer header is the base");
+	memcpy(buf + IBMC__WIRE_BASE, "x", 1);
+	tap_ok(!ibmc__wire_decode(buf, IBMC__WIRE_BASE + 1, &d) &&
+	       d.kind == IBMC__K_SWOFFER && d.hlen == IBMC__WIRE_BASE,
+	       "switch offer: the group's address follows the base");
+	h.coll = IBMC__C_MTEST;
+	ibmc__wire_encode(&h, buf);
+	tap_ok(ibmc__wire_decode(buf, IBMC__WIRE_BASE, &d) < 0,
+	       "a switch kind outside the switch is rejected");
+	buf[3] = (uint8_t)((IBMC__C_SWITCH + 1) << 4);
+	tap_ok(ibmc__wire_decode(buf, IBMC__WIRE_BASE, &d) < 0,
+	       "an unknown collective is rejected");
 	tap_plan(tap__n);
 	return tap_done();
 }
