@@ -39,7 +39,7 @@ libjob_libibmcast_core_la_SOURCES = \
 	libjob/topo.c libjob/topo.h \
 	libjob/shm.c libjob/shm.h \
 	libjob/coll/allreduce.c libjob/coll/allreduce.h \
-	libjob/coll/allreduce_rd.c \
+	libjob/coll/allreduce_rd.c libjob/coll/allreduce_rab.c \
 	libjob/coll/allreduce_tree.c \
 	libjob/coll/allreduce_shm.c \
 	libjob/tr_registry.c \

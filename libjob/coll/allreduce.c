@@ -8,7 +8,8 @@
  * result crosses each link of the group's tree once, where recursive
  * doubling moves whole vectors log2 P times. Auto multicasts when the
  * communicator may (the same answer on every member) from 4 ranks on,
- * else recursive doubling. A non-blocking allreduce never multicasts (two
+ * else recursive doubling for vectors up to IBMC__AR_SHORT_BYTES and
+ * reduce-scatter + allgather ("rabenseifner") above. A non-blocking allreduce never multicasts (two
  * collectives in a row would need a compound request).
  */
 #include "config.h"
@@ -32,7 +33,10 @@ static const struct ibmc__algo_desc algos[] = {
 	  "reduce up a binomial tree to rank 0, the result by one multicast",
 	  0, 0 },
 	{ IBMC__AR_SHM_MCAST, "shm_mcast",
-	  "node shared-memory reduce, node leaders' tree, result by multicast",
+	  "node shared-memory reduce, node leaders' reduce, result by multicast",
+	  0, 0 },
+	{ IBMC__AR_RABENSEIFNER, "rabenseifner",
+	  "flat reduce-scatter + allgather, 2 log2 P rounds of pieces (baseline)",
 	  0, 0 },
 };
 
@@ -44,13 +48,34 @@ const struct ibmc__coll_desc ibmc__allreduce_desc = {
 	.nalgos = sizeof(algos) / sizeof(algos[0]),
 };
 
+void ibmc__ar_place(const struct ibmc__ar_args *a, const struct ibmc_comm *c,
+		    int *size, int *rank)
+{
+	*size = a->group ? a->gsize : c->size;
+	*rank = a->group ? a->grank : c->rank;
+}
+
+int ibmc__ar_member(const struct ibmc__ar_args *a, int i)
+{
+	return a->group ? a->group[i] : i;
+}
+
 uint32_t ibmc__ar_tag(const struct ibmc__ar_args *a, int round)
 {
 	return (uint32_t)round | (uint32_t)a->dtype << 16 |
 	       (uint32_t)a->op << 24;
 }
 
-static int choose(struct ibmc_comm *c, int blocking)
+/* The point-to-point algorithms: the named one, or auto's by size. */
+static int p2p_algo(int a, size_t len)
+{
+	if (a == IBMC__AR_RD || a == IBMC__AR_RABENSEIFNER)
+		return a;
+	return len <= IBMC__AR_SHORT_BYTES ? IBMC__AR_RD :
+	       IBMC__AR_RABENSEIFNER;
+}
+
+static int choose(struct ibmc_comm *c, int blocking, size_t len)
 {
 	int a = c->algo[IBMC__C_ALLREDUCE];
 	int mc = !c->mcast_err && c->ghandle >= 0;
@@ -66,7 +91,7 @@ static int choose(struct ibmc_comm *c, int blocking)
 	}
 	if (blocking && mc && (a == IBMC__AR_MCAST || (!a && c->size >= 4)))
 		return IBMC__AR_MCAST;
-	return IBMC__AR_RD;
+	return p2p_algo(a, len);
 }
 
 static int check(const ibmc_comm_t *c, const void *sendbuf, void *recvbuf,
@@ -99,9 +124,16 @@ static struct ibmc__ar_args *args_new(const void *sendbuf, void *recvbuf,
 	a->buf = recvbuf;
 	a->group = NULL;
 	a->gsize = a->grank = 0;
+	a->to_root = 0;
 	if (sendbuf != IBMC_IN_PLACE && len)
 		memmove(recvbuf, sendbuf, len);
 	return a;
+}
+
+static const struct ibmc__task_ops *p2p_ops(int algo)
+{
+	return algo == IBMC__AR_RABENSEIFNER ? &ibmc__allreduce_rab_ops :
+	       &ibmc__allreduce_rd_ops;
 }
 
 static int start(ibmc_comm_t *c, const struct ibmc__task_ops *ops,
@@ -161,10 +193,11 @@ int ibmc_allreduce(ibmc_comm_t *c, const void *sendbuf, void *recvbuf,
 	a = args_new(sendbuf, recvbuf, count, dtype, op);
 	if (!a) {
 		rc = -ENOMEM;
-	} else if ((algo = choose(c, 1)) != IBMC__AR_RD) {
+	} else if ((algo = choose(c, 1, count * ibmc__dtype_size(dtype))) ==
+		   IBMC__AR_MCAST || algo == IBMC__AR_SHM_MCAST) {
 		rc = mcast_allreduce(c, a, algo);
 	} else {
-		rc = start(c, &ibmc__allreduce_rd_ops, a, algo, &req);
+		rc = start(c, p2p_ops(algo), a, algo, &req);
 		if (!rc)
 			rc = ibmc__wait(&req);
 	}
@@ -178,7 +211,7 @@ int ibmc_iallreduce(ibmc_comm_t *c, const void *sendbuf, void *recvbuf,
 {
 	struct ibmc_request *req;
 	struct ibmc__ar_args *a;
-	int rc = check(c, sendbuf, recvbuf, count, dtype, op);
+	int rc = check(c, sendbuf, recvbuf, count, dtype, op), algo;
 
 	if (rc || !out)
 		return rc ? rc : -EINVAL;
@@ -188,8 +221,8 @@ int ibmc_iallreduce(ibmc_comm_t *c, const void *sendbuf, void *recvbuf,
 	req->heap = 1;
 	pthread_mutex_lock(&c->ctx->lock);
 	a = args_new(sendbuf, recvbuf, count, dtype, op);
-	rc = a ? start(c, &ibmc__allreduce_rd_ops, a, IBMC__AR_RD, req) :
-		 -ENOMEM;
+	algo = choose(c, 0, count * ibmc__dtype_size(dtype));
+	rc = a ? start(c, p2p_ops(algo), a, algo, req) : -ENOMEM;
 	pthread_mutex_unlock(&c->ctx->lock);
 	if (rc) {
 		free(req);

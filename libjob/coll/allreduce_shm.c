@@ -3,10 +3,13 @@
  * The node part of the "shm_mcast" allreduce: every rank writes its
  * vector into its node's shared segment; the node leader reduces them in
  * rank order (the result's bits never depend on timing), then the leaders
- * reduce to rank 0 up a binomial tree among themselves (allreduce_tree.c
- * run as an inner task over the leaders). coll/allreduce.c then has rank 0
- * multicast the result to every member. Only leaders touch the network
- * before the result's multicast.
+ * reduce among themselves, as an inner task over the leaders: by
+ * recursive doubling (allreduce_rd.c: log2 L rounds) for vectors up to
+ * IBMC__AR_SHORT_BYTES or shorter than one element per leader, else by
+ * reduce-scatter and a gather to rank 0 (allreduce_rab.c with to_root:
+ * each leader sends about 2 (L - 1) / L vectors, in pieces). Either way
+ * rank 0 holds the result, which coll/allreduce.c multicasts to every
+ * member. Only leaders touch the network before the result's multicast.
  */
 #include "config.h"
 
@@ -33,7 +36,7 @@ struct ars {
 	struct ibmc__shm_call call;
 	int state;
 	int leader;
-	struct ibmc__task inner;	/* leaders: the tree reduce */
+	struct ibmc__task inner;	/* leaders: their reduce */
 	int inner_on;
 };
 
@@ -87,7 +90,7 @@ static int write_in(struct ibmc__task *t, struct ars *s)
 }
 
 /* Leader: every vector in, reduced in rank order into its buffer, where
- * the leaders' tree takes it from. */
+ * the leaders' reduce takes it from. */
 static int reduce_node(struct ibmc__task *t, struct ars *s)
 {
 	const struct ibmc__topo *tp = s->topo;
@@ -125,14 +128,17 @@ static int reduce_node(struct ibmc__task *t, struct ars *s)
 	return 0;
 }
 
-/* Leader: the leaders' tree, started (its receives posted) as soon as
- * this call owns the segment, so that a child leader's vector is not
- * dropped while this node is still reducing; the tree takes this rank's
- * vector only once its children's are in, and progresses from S_NET on. */
-static int start_tree(struct ibmc__task *t, struct ars *s)
+/* Leader: the leaders' reduce, started (its receives posted) as soon as
+ * this call owns the segment, so that a peer leader's vector is not
+ * dropped while this node is still reducing; it takes this rank's vector
+ * at its first progress, from S_NET on. Every leader sees the same length
+ * and leader count: they choose alike. */
+static int start_leaders(struct ibmc__task *t, struct ars *s)
 {
 	const struct ibmc__topo *tp = s->topo;
 	struct ibmc__ar_args *ia = malloc(sizeof(*ia));
+	int rd = t->args.len <= IBMC__AR_SHORT_BYTES ||
+		 s->a->count < (size_t)tp->nnodes;
 
 	if (!ia)
 		return -ENOMEM;
@@ -140,13 +146,15 @@ static int start_tree(struct ibmc__task *t, struct ars *s)
 	ia->group = tp->leaders;
 	ia->gsize = tp->nnodes;
 	ia->grank = tp->my_node;
+	ia->to_root = !rd;
 	s->inner = *t;
 	s->inner.next = NULL;
 	s->inner.req = NULL;
-	s->inner.ops = &ibmc__allreduce_tree_ops;
+	s->inner.ops = rd ? &ibmc__allreduce_rd_ops :
+		       &ibmc__allreduce_rab_ops;
 	s->inner.priv = ia;
 	s->inner_on = 1;
-	return ibmc__allreduce_tree_ops.start(&s->inner);
+	return s->inner.ops->start(&s->inner);
 }
 
 static int progress(struct ibmc__task *t, int64_t now)
@@ -163,7 +171,7 @@ static int progress(struct ibmc__task *t, int64_t now)
 		case S_FREE:
 			rc = write_in(t, s);
 			if (!rc && s->leader)
-				rc = start_tree(t, s);
+				rc = start_leaders(t, s);
 			break;
 		case S_LOCAL:
 			rc = reduce_node(t, s);
@@ -196,8 +204,8 @@ static void input(struct ibmc__task *t, const struct ibmc__hdr *h,
 {
 	struct ars *s = t->priv;
 
-	/* Before the leaders' tree starts (this leader waits for the
-	 * previous call to leave the segment), a child leader's fragments
+	/* Before the leaders' reduce starts (this leader waits for the
+	 * previous call to leave the segment), a peer leader's fragments
 	 * are dropped: it sends them again. */
 	if (s->inner_on)
 		s->inner.ops->input(&s->inner, h, payload, plen, is_mcast);
