@@ -9,7 +9,8 @@
  * unlinked (seen in /proc/self/maps as deleted, gone from /dev/shm); a
  * local rank or a node leader that never comes makes the others fail with
  * ETIMEDOUT, leaving nothing in /dev/shm; mismatched block sizes on a
- * node give EMSGSIZE.
+ * node give EMSGSIZE. The "shm_mcast" allreduce on 1 to 8 nodes, its
+ * leaders' recursive doubling and reduce-scatter + gather, with loss.
  */
 #include "config.h"
 
@@ -24,6 +25,7 @@
 #include <unistd.h>
 
 #include "libjob/context.h"
+#include "libjob/transport.h"
 #include "libjob/topo.h"
 #include "tests/libjob/lbjob.h"
 #include "tests/tap.h"
@@ -380,13 +382,18 @@ static int ar(ibmc_context_t *ctx, int rank, void *arg)
 }
 
 static void ar_case(const char *what, const int *node, int n,
-		    const char *algo, const char *want)
+		    const char *algo, const char *want, uint32_t loss)
 {
+	struct ibmc_loopback_faults f = {
+		.loss_ppm = loss, .dup_ppm = loss ? 20000 : 0,
+		.reorder_ppm = loss ? 50000 : 0, .seed = 31 + loss + (uint64_t)n,
+	};
 	struct red p = { .algo = algo };
 	double t0 = lbjob_now();
 	int fails, r, same = 1, bits = 1;
 
 	lbjob_env(2, 2048);
+	ibmc__loopback_set_faults(lbjob_hub(), &f);
 	set_nodes(node, n);
 	fails = lbjob_run(n, ar, &p);
 	for (r = 0; r < n; r++) {
@@ -394,9 +401,9 @@ static void ar_case(const char *what, const int *node, int n,
 		bits &= !memcmp(&p.dres[r], &p.dres[0], sizeof(double));
 	}
 	tap_ok(!fails && !p.bad && p.ok == n * 5 && same && bits,
-	       "allreduce %s, %s: %d/%d ok (int64 SUM exact, double SUM bit-identical on all ranks: %s), 0..100000 elements, used %s (want %s), %.2fs",
-	       algo, what, (int)p.ok, n * 5, bits ? "yes" : "no", p.used[0],
-	       want, lbjob_now() - t0);
+	       "allreduce %s, %s, %.0f%% loss: %d/%d ok (int64 SUM exact, double SUM bit-identical on all ranks: %s), 0..100000 elements, used %s (want %s), %.2fs",
+	       algo, what, loss / 1e4, (int)p.ok, n * 5, bits ? "yes" : "no",
+	       p.used[0], want, lbjob_now() - t0);
 }
 
 static atomic_int ar_size, ar_zero;
@@ -453,6 +460,7 @@ int main(void)
 	static const int five[] = { 0, 0, 0, 0, 0 };
 	static const int nodes5[] = { 0, 1, 2, 3, 4, 0, 1, 2, 3 };
 	static const int mm[] = { 0, 0, 1, 1 };
+	static const int cyclic12[] = { 0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3 };
 
 	setenv("IBMCAST_BCAST_TIMEOUT_MS", "20000", 1);
 	topo_tests();
@@ -475,14 +483,25 @@ int main(void)
 	ag_case("4 nodes, 1 per node", one_per, 4, "auto",
 		"recursive_doubling", 0);
 
+	/* The leaders reduce by recursive doubling up to 2 KiB (0, 1, 7
+	 * elements), by reduce-scatter + gather above (1000, 100000): 1 to 8
+	 * leaders, 2^k or not (folded). */
 	ar_case("3 nodes, 2 per node (block)", two_block, 6, "shm_mcast",
-		"shm_mcast");
+		"shm_mcast", 0);
 	ar_case("12 ranks, 8+1+3 interleaved", uneven, 12, "shm_mcast",
-		"shm_mcast");
+		"shm_mcast", 0);
 	ar_case("7 ranks on 4 nodes 2+1+1+3", uneven4, 7, "auto",
-		"shm_mcast");
-	ar_case("one node of 5", five, 5, "shm_mcast", "shm_mcast");
-	ar_case("4 nodes, 1 per node", one_per, 4, "auto", "mcast");
+		"shm_mcast", 0);
+	ar_case("one node of 5", five, 5, "shm_mcast", "shm_mcast", 0);
+	ar_case("9 ranks on 5 nodes (2,2,2,2,1)", nodes5, 9, "shm_mcast",
+		"shm_mcast", 0);
+	ar_case("12 ranks on 8 nodes cyclic", cyclic12, 12, "shm_mcast",
+		"shm_mcast", 0);
+	ar_case("4 nodes, 1 per node", one_per, 4, "auto", "mcast", 0);
+	ar_case("9 ranks on 5 nodes (2,2,2,2,1)", nodes5, 9, "shm_mcast",
+		"shm_mcast", 50000);
+	ar_case("7 ranks on 4 nodes 2+1+1+3", uneven4, 7, "shm_mcast",
+		"shm_mcast", 200000);
 
 	setenv("IBMCAST_BCAST_TIMEOUT_MS", "1500", 1);
 	absent_case(4, "a local rank (rank 4, node 1)");
