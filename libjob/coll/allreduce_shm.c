@@ -165,8 +165,11 @@ static int progress(struct ibmc__task *t, int64_t now)
 	while (rc == 0 && s->state != S_DONE) {
 		switch (s->state) {
 		case S_ATTACH:
-			rc = ibmc__shm_ensure(t->comm, (size_t)s->topo->local_size *
-					      t->args.len, s->call.stamp);
+			rc = ibmc__shm_my_turn(&s->call);
+			if (!rc)
+				rc = ibmc__shm_ensure(t->comm,
+						      (size_t)s->topo->local_size *
+						      t->args.len, s->call.stamp);
 			break;
 		case S_FREE:
 			rc = write_in(t, s);
@@ -233,6 +236,8 @@ static void complete(struct ibmc__task *t, int rc)
 {
 	struct ars *s = t->priv;
 
+	if (s)
+		ibmc__shm_call_end(&s->call);
 	if (rc && s && s->shm)
 		ibmc__shm_abandon(s->shm);
 }
