@@ -60,6 +60,14 @@ int ibmc__ar_member(const struct ibmc__ar_args *a, int i)
 	return a->group ? a->group[i] : i;
 }
 
+void ibmc__ar_count(struct ibmc_comm *c, int rc, int algo)
+{
+	if (!rc)
+		c->st.allreduces++;
+	c->last_algo[IBMC__C_ALLREDUCE] = algo;
+	c->last_param[IBMC__C_ALLREDUCE] = 0;
+}
+
 uint32_t ibmc__ar_tag(const struct ibmc__ar_args *a, int round)
 {
 	return (uint32_t)round | (uint32_t)a->dtype << 16 |
@@ -173,10 +181,7 @@ static int mcast_allreduce(ibmc_comm_t *c, struct ibmc__ar_args *a,
 		rc = ibmc__wait(&req);
 out:
 	ibmc__inner_end(c, &mark, false);
-	if (!rc)
-		c->st.allreduces++;
-	c->last_algo[IBMC__C_ALLREDUCE] = algo;
-	c->last_param[IBMC__C_ALLREDUCE] = 0;
+	ibmc__ar_count(c, rc, algo);
 	return rc;
 }
 

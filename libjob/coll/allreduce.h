@@ -45,6 +45,9 @@ void ibmc__ar_place(const struct ibmc__ar_args *a, const struct ibmc_comm *c,
 /* Group index -> communicator rank. */
 int ibmc__ar_member(const struct ibmc__ar_args *a, int i);
 
+/* An allreduce ended with rc, by algorithm algo: count it. */
+void ibmc__ar_count(struct ibmc_comm *c, int rc, int algo);
+
 /* args.buf/len: recvbuf and its bytes; priv: struct ibmc__ar_args. The
  * algorithms take this rank's vector from buf at their first progress,
  * not at their start (which only posts receives): "shm_mcast" starts them

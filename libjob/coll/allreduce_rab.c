@@ -31,19 +31,19 @@
  * receive and 3 + 2k send, then per gathering round j 2 + 2m + 2j
  * receive and 3 + 2m + 2j send. Tags: the slot's round, 0 .. 1 + 2m. */
 struct rab {
-	struct ibmc__xfers xs;		/* first: the xfers task helpers */
+	struct ibmc__xfers xs;		/* first: for the xfers helpers */
 	struct ibmc__ar_args *a;
 	int size, me;			/* among the group */
 	int m, rem, newrank;		/* 2^m ranks take part */
 	int out;			/* folded out (odd of a pair) */
-	int taken;			/* this rank's vector taken from buf */
+	int taken;			/* this rank's vector taken */
 	int folded;			/* the odd's vector is reduced in */
 	int half;			/* next halving round to start */
 	int gath;			/* next gathering round to start */
 	size_t es;
 	unsigned char *acc;		/* the vector being reduced */
 	unsigned char *fold_in;
-	unsigned char **in;		/* in[k]: received in halving round k */
+	unsigned char **in;		/* in[k]: received in halving k */
 };
 
 /* The communicator rank of the rank numbered newrank among the 2^m. */
@@ -177,7 +177,8 @@ static int start(struct ibmc__task *t)
 		r->fold_in = malloc(len ? len : 1);
 		if (!r->fold_in)
 			return -ENOMEM;
-		rc = ibmc__xfer_post(&r->xs, 0, 0, ibmc__ar_member(a, r->me + 1),
+		rc = ibmc__xfer_post(&r->xs, 0, 0,
+				     ibmc__ar_member(a, r->me + 1),
 				     ibmc__ar_tag(a, 0), r->fold_in, len);
 	}
 	return rc ? rc : post_recvs(t, r);
@@ -323,10 +324,7 @@ static int progress(struct ibmc__task *t, int64_t now)
 
 static void complete(struct ibmc__task *t, int rc)
 {
-	if (!rc)
-		t->comm->st.allreduces++;
-	t->comm->last_algo[IBMC__C_ALLREDUCE] = IBMC__AR_RABENSEIFNER;
-	t->comm->last_param[IBMC__C_ALLREDUCE] = 0;
+	ibmc__ar_count(t->comm, rc, IBMC__AR_RABENSEIFNER);
 }
 
 static void fini(struct ibmc__task *t)

@@ -194,10 +194,7 @@ static int progress(struct ibmc__task *t, int64_t now)
 
 static void complete(struct ibmc__task *t, int rc)
 {
-	if (!rc)
-		t->comm->st.allreduces++;
-	t->comm->last_algo[IBMC__C_ALLREDUCE] = IBMC__AR_RD;
-	t->comm->last_param[IBMC__C_ALLREDUCE] = 0;
+	ibmc__ar_count(t->comm, rc, IBMC__AR_RD);
 }
 
 static void fini(struct ibmc__task *t)

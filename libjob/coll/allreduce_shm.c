@@ -161,15 +161,15 @@ static int progress(struct ibmc__task *t, int64_t now)
 {
 	struct ars *s = t->priv;
 	int timeout = t->comm->ctx->env.timeout_ms, rc = 0;
+	size_t need = (size_t)s->topo->local_size * t->args.len;
 
 	while (rc == 0 && s->state != S_DONE) {
 		switch (s->state) {
 		case S_ATTACH:
 			rc = ibmc__shm_my_turn(&s->call);
 			if (!rc)
-				rc = ibmc__shm_ensure(t->comm,
-						      (size_t)s->topo->local_size *
-						      t->args.len, s->call.stamp);
+				rc = ibmc__shm_ensure(t->comm, need,
+						      s->call.stamp);
 			break;
 		case S_FREE:
 			rc = write_in(t, s);
