@@ -89,10 +89,10 @@ static int choose(struct ibmc_comm *c, int blocking, size_t len)
 	int mc = !c->mcast_err && c->ghandle >= 0;
 	const struct ibmc__topo *t;
 
-	/* Node shared memory serves one call at a time: blocking only.
-	 * Auto takes it when the result can be multicast and some node
-	 * holds two members. */
-	if (blocking && (a == IBMC__AR_SHM_MCAST || (!a && mc))) {
+	/* Auto takes node shared memory when some node holds two members
+	 * and, for a blocking call, the result can be multicast (a
+	 * non-blocking one gets it through the segment). */
+	if (a == IBMC__AR_SHM_MCAST || (!a && (mc || !blocking))) {
 		t = ibmc__comm_topo(c);
 		if (t && (a == IBMC__AR_SHM_MCAST || t->max_local >= 2))
 			return IBMC__AR_SHM_MCAST;
@@ -138,17 +138,23 @@ static struct ibmc__ar_args *args_new(const void *sendbuf, void *recvbuf,
 	return a;
 }
 
-static const struct ibmc__task_ops *p2p_ops(int algo)
+/* The one task that runs a whole call of algo (not the multicasting
+ * ones, blocking). */
+static const struct ibmc__task_ops *task_ops(int algo)
 {
+	if (algo == IBMC__AR_SHM_MCAST)
+		return &ibmc__allreduce_shm_ops;
 	return algo == IBMC__AR_RABENSEIFNER ? &ibmc__allreduce_rab_ops :
 	       &ibmc__allreduce_rd_ops;
 }
 
 static int start(ibmc_comm_t *c, const struct ibmc__task_ops *ops,
-		 struct ibmc__ar_args *a, int algo, struct ibmc_request *req)
+		 struct ibmc__ar_args *a, int algo, int param,
+		 struct ibmc_request *req)
 {
 	struct ibmc__args args = {
 		.buf = a->buf, .len = a->count * ibmc__dtype_size(a->dtype),
+		.param = param,
 	};
 
 	return ibmc__task_start(c, IBMC__C_ALLREDUCE, algo, ops, &args, a,
@@ -170,7 +176,7 @@ static int mcast_allreduce(ibmc_comm_t *c, struct ibmc__ar_args *a,
 
 	ibmc__inner_begin(c, &mark);
 	rc = start(c, algo == IBMC__AR_SHM_MCAST ? &ibmc__allreduce_shm_ops :
-		   &ibmc__allreduce_tree_ops, a, algo, &req);
+		   &ibmc__allreduce_tree_ops, a, algo, 0, &req);
 	if (!rc)
 		rc = ibmc__wait(&req);
 	if (rc)
@@ -202,7 +208,7 @@ int ibmc_allreduce(ibmc_comm_t *c, const void *sendbuf, void *recvbuf,
 		   IBMC__AR_MCAST || algo == IBMC__AR_SHM_MCAST) {
 		rc = mcast_allreduce(c, a, algo);
 	} else {
-		rc = start(c, p2p_ops(algo), a, algo, &req);
+		rc = start(c, task_ops(algo), a, algo, 0, &req);
 		if (!rc)
 			rc = ibmc__wait(&req);
 	}
@@ -227,7 +233,10 @@ int ibmc_iallreduce(ibmc_comm_t *c, const void *sendbuf, void *recvbuf,
 	pthread_mutex_lock(&c->ctx->lock);
 	a = args_new(sendbuf, recvbuf, count, dtype, op);
 	algo = choose(c, 0, count * ibmc__dtype_size(dtype));
-	rc = a ? start(c, p2p_ops(algo), a, algo, req) : -ENOMEM;
+	/* A non-blocking shm_mcast is one task: the result through the
+	 * node segments (the other algorithms ignore the parameter). */
+	rc = a ? start(c, task_ops(algo), a, algo, IBMC__AR_SHM_IN_SEGMENT,
+		       req) : -ENOMEM;
 	pthread_mutex_unlock(&c->ctx->lock);
 	if (rc) {
 		free(req);

@@ -10,6 +10,12 @@
  * each leader sends about 2 (L - 1) / L vectors, in pieces). Either way
  * rank 0 holds the result, which coll/allreduce.c multicasts to every
  * member. Only leaders touch the network before the result's multicast.
+ *
+ * With IBMC__AR_SHM_IN_SEGMENT (a non-blocking call, which cannot chain
+ * the multicast: ibmc_allreduce(3), NOTES) the leaders allreduce instead
+ * (recursive doubling, or reduce-scatter + allgather), so every leader
+ * holds the result, and each puts it in its node's segment for its local
+ * ranks: the whole call is this one task.
  */
 #include "config.h"
 
@@ -24,10 +30,11 @@
 #include "libjob/reduce.h"
 #include "libjob/shm.h"
 #include "libjob/topo.h"
+#include "libjob/xfer.h"
 
 #define POLL_US 200
 
-enum { S_ATTACH, S_FREE, S_LOCAL, S_NET, S_DONE };
+enum { S_ATTACH, S_FREE, S_LOCAL, S_NET, S_RESULT, S_DONE };
 
 struct ars {
 	struct ibmc__ar_args *a;
@@ -38,6 +45,9 @@ struct ars {
 	int leader;
 	struct ibmc__task inner;	/* leaders: their reduce */
 	int inner_on;
+	int in_segment;			/* the result reaches the node through
+					 * the segment, not by multicast */
+	int64_t beat;			/* the leader's last beat seen */
 };
 
 /* What the node's ranks must agree on: the vector's bytes, its type and
@@ -64,6 +74,7 @@ static int start(struct ibmc__task *t)
 		return -ENOMEM;
 	s->shm = s->call.shm;
 	s->leader = s->topo->local_rank == 0;
+	s->in_segment = t->args.param == IBMC__AR_SHM_IN_SEGMENT;
 	return 0;
 }
 
@@ -81,9 +92,9 @@ static int write_in(struct ibmc__task *t, struct ars *s)
 		       s->a->buf, t->args.len);
 	f->len = agreement(t, s);
 	atomic_store_explicit(&f->written, s->call.stamp, memory_order_release);
-	/* A local rank is done with the segment now: the result comes by
-	 * the broadcast. */
-	if (!s->leader)
+	/* A local rank is done with the segment now when the result comes
+	 * by the broadcast. */
+	if (!s->leader && !s->in_segment)
 		atomic_store_explicit(&f->copied, s->call.stamp,
 				      memory_order_release);
 	return 0;
@@ -146,7 +157,7 @@ static int start_leaders(struct ibmc__task *t, struct ars *s)
 	ia->group = tp->leaders;
 	ia->gsize = tp->nnodes;
 	ia->grank = tp->my_node;
-	ia->to_root = !rd;
+	ia->to_root = !rd && !s->in_segment;
 	s->inner = *t;
 	s->inner.next = NULL;
 	s->inner.req = NULL;
@@ -155,6 +166,54 @@ static int start_leaders(struct ibmc__task *t, struct ars *s)
 	s->inner.priv = ia;
 	s->inner_on = 1;
 	return s->inner.ops->start(&s->inner);
+}
+
+/* The leader's network part moved (its transfers' last progress): its
+ * node's ranks, waiting for the result, must not time out meanwhile. */
+static void leader_beat(struct ars *s)
+{
+	const struct ibmc__xfers *xs = s->inner.priv;
+
+	if (s->leader && s->inner_on && xs)
+		atomic_store_explicit(&s->shm->hdr->beat, xs->progress_ms,
+				      memory_order_relaxed);
+}
+
+/* The result through the segment: the leader puts it where its own vector
+ * was (every local rank is done reading the vectors) and says so; the
+ * others take it, and only then are done with the segment. */
+static int result(struct ibmc__task *t, struct ars *s)
+{
+	struct ibmc__shm_hdr *h = s->shm->hdr;
+	size_t len = t->args.len;
+	uint64_t w, f;
+	int64_t beat;
+
+	if (!s->in_segment)
+		return 0;
+	if (s->leader) {
+		if (len)
+			memcpy(s->shm->data, s->a->buf, len);
+		atomic_store_explicit(&h->steps, (uint64_t)s->call.stamp << 32 |
+				      1, memory_order_release);
+		return 0;
+	}
+	f = atomic_load_explicit(&h->failed, memory_order_acquire);
+	if ((uint32_t)(f >> 32) == s->call.stamp && (uint32_t)f)
+		return -(int)(uint32_t)f;
+	beat = atomic_load_explicit(&h->beat, memory_order_relaxed);
+	if (beat != s->beat) {
+		s->beat = beat;
+		ibmc__shm_moved(&s->call);
+	}
+	w = atomic_load_explicit(&h->steps, memory_order_acquire);
+	if (w != ((uint64_t)s->call.stamp << 32 | 1))
+		return IBMC_INPROGRESS;
+	if (len)
+		memcpy(s->a->buf, s->shm->data, len);
+	atomic_store_explicit(&h->flag[s->topo->local_rank].copied,
+			      s->call.stamp, memory_order_release);
+	return 0;
 }
 
 static int progress(struct ibmc__task *t, int64_t now)
@@ -182,6 +241,10 @@ static int progress(struct ibmc__task *t, int64_t now)
 		case S_NET:
 			rc = s->inner_on ?
 			     s->inner.ops->progress(&s->inner, now) : 0;
+			leader_beat(s);
+			break;
+		case S_RESULT:
+			rc = result(t, s);
 			break;
 		}
 		if (!rc) {
@@ -235,11 +298,21 @@ static int64_t deadline(const struct ibmc__task *t)
 static void complete(struct ibmc__task *t, int rc)
 {
 	struct ars *s = t->priv;
+	struct ibmc__shm_hdr *h = s && s->shm ? s->shm->hdr : NULL;
 
-	if (s)
-		ibmc__shm_call_end(&s->call);
-	if (rc && s && s->shm)
-		ibmc__shm_abandon(s->shm);
+	if (!s)
+		return;
+	ibmc__shm_call_end(&s->call);
+	/* The whole call in one task: it counts itself. */
+	if (s->in_segment)
+		ibmc__ar_count(t->comm, rc, IBMC__AR_SHM_MCAST);
+	if (!rc || !s->shm)
+		return;
+	/* Tell the node at once rather than by its timeout. */
+	if (s->leader && h && s->state > S_ATTACH)
+		atomic_store_explicit(&h->failed, (uint64_t)s->call.stamp << 32 |
+				      (uint32_t)-rc, memory_order_release);
+	ibmc__shm_abandon(s->shm);
 }
 
 static void fini(struct ibmc__task *t)

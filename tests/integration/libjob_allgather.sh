@@ -8,7 +8,8 @@
 # and bit for bit the same on every rank (floating point), several
 # communicators at once; the multicast algorithms really use the fabric's
 # multicast replication; node shared memory (shm_leader, auto's choice
-# when a node holds two ranks) on even, uneven and cyclic placements; then
+# when a node holds two ranks; mcast's one broadcast per node) on even,
+# uneven and cyclic placements; then
 # under 1%, 5% and 20% seeded loss with duplication and reordering.
 
 # shellcheck disable=SC1091
@@ -19,7 +20,7 @@
 COLL_CHECK=$top_builddir/tests/libjob/coll_check
 libjob_need
 need_file "$COLL_CHECK" "tests/libjob/coll_check"
-plan 84
+plan 85
 
 OUT=
 # run MSG NRANKS HOSTLIST [ibmcast-run options] -- [coll_check options]:
@@ -152,6 +153,9 @@ run "allgather shm_leader: 10 ranks cyclic over 4 nodes (3+3+2+2), 0 B..1 MiB" \
 run "allgather shm_leader: 16 ranks, 8 per node on 2 nodes, 0 B..64 KiB" \
 	16 'node[1-2]' -k 8 "${J[@]}" -- --coll allgather --algo shm_leader \
 	--sizes 0,1,4095,65537 --reps 1 --expect shm_leader
+run "allgather mcast, one broadcast per node: 10 ranks cyclic over 4 nodes (3+3+2+2), 0 B..1 MiB" \
+	10 'node[1-4]' -d cyclic "${J[@]}" -- --coll allgather \
+	--algo mcast --sizes 0,1,4095,65537,1M --reps 1 --expect mcast
 run "allreduce shm_mcast: 10 ranks cyclic over 4 nodes (3+3+2+2), 7 cases" \
 	10 'node[1-4]' -d cyclic "${J[@]}" -- --coll allreduce \
 	--algo shm_mcast --sizes 0,1,7,1000,20000 --reps 1 --expect shm_mcast

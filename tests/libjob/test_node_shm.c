@@ -333,17 +333,29 @@ static int job_segments(ibmc_context_t *ctx)
 	return n;
 }
 
+struct absence {
+	int victim;
+	int iallreduce;		/* else a blocking allgather */
+};
+
 static int absent(ibmc_context_t *ctx, int rank, void *arg)
 {
-	int victim = *(int *)arg, i;
+	const struct absence *ab = arg;
+	int victim = ab->victim, i;
 	unsigned char mine[64], all[64 * MAXR];
+	ibmc_request_t *q;
 	ibmc_comm_t *c;
 
 	if (ibmc_comm_create(ctx, NULL, 0, &c) ||
-	    ibmc_comm_set_algo(c, "allgather", "shm_leader"))
+	    ibmc_comm_set_algo(c, "allgather", "shm_leader") ||
+	    ibmc_comm_set_algo(c, "allreduce", "shm_mcast"))
 		return 1;
 	memset(mine, rank, sizeof(mine));
-	if (rank != victim) {
+	if (rank != victim && ab->iallreduce) {
+		gone_rc[rank] = ibmc_iallreduce(c, mine, all, sizeof(mine),
+						IBMC_UINT8, IBMC_BXOR, &q) ?:
+				ibmc_wait(&q);
+	} else if (rank != victim) {
 		gone_rc[rank] = ibmc_allgather(c, mine, all, sizeof(mine));
 	} else {
 		/* Watch (bounded) for the node's segment while the others
@@ -360,16 +372,17 @@ static int absent(ibmc_context_t *ctx, int rank, void *arg)
 	return 0;
 }
 
-static void absent_case(int victim, const char *who)
+static void absent_case(int victim, int iallreduce, const char *who)
 {
 	static const int node[] = { 0, 0, 1, 1, 1 };
+	struct absence ab = { victim, iallreduce };
 	double t0 = lbjob_now();
 	int r, timedout = 0, other = 0;
 
 	lbjob_env(2, 2048);
 	set_nodes(node, 5);
 	seen_seg = left_seg = 0;
-	lbjob_run(5, absent, &victim);
+	lbjob_run(5, absent, &ab);
 	for (r = 0; r < 5; r++) {
 		if (r == victim)
 			continue;
@@ -380,7 +393,8 @@ static void absent_case(int victim, const char *who)
 		gone_rc[r] = 0;
 	}
 	tap_ok(timedout == 4 && !other,
-	       "%s never comes: the 4 others fail with ETIMEDOUT (%d, %d other), all back in %.1fs (timeout 1.5s)",
+	       "%s: %s never comes: the 4 others fail with ETIMEDOUT (%d, %d other), all back in %.1fs (timeout 1.5s)",
+	       iallreduce ? "iallreduce shm_mcast" : "allgather shm_leader",
 	       who, timedout, other, lbjob_now() - t0);
 	tap_ok(victim == 2 ? !seen_seg && !left_seg : seen_seg && !left_seg,
 	       "  ... its node's segment %s, and nothing is left in /dev/shm (%d)",
@@ -394,28 +408,36 @@ static atomic_int mm_size, mm_zero, mm_other;
 
 struct nbplan {
 	atomic_int ok, bad;
-	char used[MAXR][24];
+	char used[MAXR][24], used_ar[MAXR][24];
 };
 
+#define BIG 20000
+
 /* Three iallgathers (the second needs a larger segment than the first
- * made), an iallreduce and an ibarrier in flight at once, waited for in
- * reverse order; every block checked. */
+ * made), two iallreduces (16 and 20000 elements: the leaders' recursive
+ * doubling, and reduce-scatter + allgather; the result through the node
+ * segments) and an ibarrier in flight at once, waited for in reverse
+ * order; every block and element checked. */
 static int nb(ibmc_context_t *ctx, int rank, void *arg)
 {
 	static const size_t sizes[] = { 100, 70001, 5 };
 	struct nbplan *p = arg;
 	int n = ibmc_context_size(ctx), i, r, rc = 0, bad = 0;
 	unsigned char *mine[3], *all[3];
-	int64_t v[16], sum[16];
-	ibmc_request_t *q[5];
+	int64_t v[16], sum[16], *big = malloc(BIG * sizeof(int64_t));
+	ibmc_request_t *q[6];
 	ibmc_comm_t *c;
 	size_t k;
 
 	if (ibmc_comm_create(ctx, NULL, 0, &c) ||
 	    ibmc_comm_set_algo(c, "allgather", "shm_leader"))
 		return 1;
+	if (!big)
+		return 1;
 	for (i = 0; i < 16; i++)
 		v[i] = rank * 16 + i;
+	for (i = 0; i < BIG; i++)
+		big[i] = (int64_t)rank * BIG + i;
 	for (i = 0; i < 3; i++) {
 		mine[i] = malloc(sizes[i]);
 		all[i] = malloc(sizes[i] * (size_t)n);
@@ -429,7 +451,9 @@ static int nb(ibmc_context_t *ctx, int rank, void *arg)
 						   IBMC_SUM, &q[3]);
 	}
 	rc = rc ?: ibmc_ibarrier(c, &q[4]);
-	for (i = 4; !rc && i >= 0; i--)
+	rc = rc ?: ibmc_iallreduce(c, IBMC_IN_PLACE, big, BIG, IBMC_INT64,
+				   IBMC_SUM, &q[5]);
+	for (i = 5; !rc && i >= 0; i--)
 		rc = ibmc_wait(&q[i]);
 	for (i = 0; !rc && i < 3; i++)
 		for (r = 0; r < n; r++)
@@ -439,12 +463,18 @@ static int nb(ibmc_context_t *ctx, int rank, void *arg)
 	for (i = 0; !rc && i < 16; i++)
 		bad |= sum[i] != (int64_t)16 * n * (n - 1) / 2 +
 			       (int64_t)n * i;
+	for (i = 0; !rc && i < BIG; i++)
+		bad |= big[i] != (int64_t)BIG * n * (n - 1) / 2 +
+			       (int64_t)n * i;
 	if (rc || bad)
 		fprintf(stderr, "# iallgather rank %d: %s\n", rank,
 			rc ? strerror(-rc) : "wrong bytes");
 	atomic_fetch_add(rc || bad ? &p->bad : &p->ok, 1);
 	snprintf(p->used[rank], sizeof(p->used[rank]), "%s",
 		 ibmc_comm_last_algo(c, "allgather"));
+	snprintf(p->used_ar[rank], sizeof(p->used_ar[rank]), "%s",
+		 ibmc_comm_last_algo(c, "allreduce"));
+	free(big);
 	for (i = 0; i < 3; i++) {
 		free(mine[i]);
 		free(all[i]);
@@ -462,10 +492,12 @@ static void nb_case(const char *what, const int *node, int n)
 	set_nodes(node, n);
 	fails = lbjob_run(n, nb, &p);
 	for (r = 0; r < n; r++)
-		same &= !strcmp(p.used[r], "shm_leader");
+		same &= !strcmp(p.used[r], "shm_leader") &&
+			!strcmp(p.used_ar[r], "shm_mcast");
 	tap_ok(!fails && !p.bad && p.ok == n && same,
-	       "3 iallgathers (100 B, 70001 B, 5 B) + iallreduce + ibarrier in flight, %s: %d/%d ok, used %s, %.2fs",
-	       what, (int)p.ok, n, p.used[0], lbjob_now() - t0);
+	       "3 iallgathers (100 B, 70001 B, 5 B) + 2 iallreduces (16, 20000 int64) + ibarrier in flight, %s: %d/%d ok, used %s and %s, %.2fs",
+	       what, (int)p.ok, n, p.used[0], p.used_ar[0],
+	       lbjob_now() - t0);
 }
 
 /* --- allreduce: node reduce, leaders' tree, result multicast ---------- */
@@ -664,8 +696,10 @@ int main(void)
 		"shm_mcast", 200000);
 
 	setenv("IBMCAST_BCAST_TIMEOUT_MS", "1500", 1);
-	absent_case(4, "a local rank (rank 4, node 1)");
-	absent_case(2, "a node leader (rank 2, node 1)");
+	absent_case(4, 0, "a local rank (rank 4, node 1)");
+	absent_case(2, 0, "a node leader (rank 2, node 1)");
+	absent_case(4, 1, "a local rank (rank 4, node 1)");
+	absent_case(2, 1, "a node leader (rank 2, node 1)");
 
 	lbjob_env(2, 2048);
 	set_nodes(mm, 4);
