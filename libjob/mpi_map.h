@@ -137,25 +137,14 @@ static inline int ibmc__mpi_algo_mcast(const char *name)
 	return name && strstr(name, "mcast") != NULL;
 }
 
-/* MPI's rules (and libibmcast's): arithmetic on numbers, logical and
- * bitwise operations on integers (MPI_BYTE: bitwise only), MINLOC and
- * MAXLOC on the pairs only. */
+/* libibmcast's rule (ibmc_op_valid, MPI's own), plus MPI_BYTE's: a byte
+ * type takes only the bitwise operations. */
 static inline int ibmc__mpi_op_fits(ibmc_op_t op, ibmc_dtype_t dt,
 				    int bitwise_only)
 {
-	int pair = dt >= IBMC_FLOAT_INT, integer = dt <= IBMC_UINT64;
+	int bitwise = op == IBMC_BAND || op == IBMC_BOR || op == IBMC_BXOR;
 
-	switch (op) {
-	case IBMC_SUM: case IBMC_PROD: case IBMC_MIN: case IBMC_MAX:
-		return !pair && !bitwise_only;
-	case IBMC_LAND: case IBMC_LOR: case IBMC_LXOR:
-		return integer && !bitwise_only;
-	case IBMC_BAND: case IBMC_BOR: case IBMC_BXOR:
-		return integer;
-	case IBMC_MINLOC: case IBMC_MAXLOC:
-		return pair;
-	}
-	return 0;
+	return (bitwise || !bitwise_only) && ibmc_op_valid(op, dt) == 0;
 }
 
 #endif

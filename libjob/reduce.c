@@ -46,7 +46,7 @@ static int is_pair(ibmc_dtype_t dt)
 	return dt >= IBMC_FLOAT_INT && dt <= IBMC_LONG_DOUBLE_INT;
 }
 
-int ibmc__op_check(ibmc_op_t op, ibmc_dtype_t dt)
+int ibmc_op_valid(ibmc_op_t op, ibmc_dtype_t dt)
 {
 	if (!ibmc__dtype_size(dt))
 		return -EINVAL;

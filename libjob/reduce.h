@@ -13,11 +13,6 @@
 /* Bytes of one element of dt, 0 for an unknown type. */
 size_t ibmc__dtype_size(ibmc_dtype_t dt);
 
-/* 0 when op applies to dt, -EINVAL else (as MPI's rules: logical and
- * bitwise operations on integers only, MINLOC/MAXLOC on pair types only,
- * the others not on pair types). */
-int ibmc__op_check(ibmc_op_t op, ibmc_dtype_t dt);
-
 /* inout[i] = in[i] op inout[i] ... in this order: the left operand is
  * always `in`, so a caller that always passes the lower rank's data as
  * `in` gets the same bits on every rank. */

@@ -13,6 +13,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -287,6 +288,13 @@ static int verbs_open(const struct ibmc_tr_config *cfg, struct ibmc_tr **out)
 	step = "ibv_create_comp_channel";
 	tr->ch = ibv_create_comp_channel(tr->ctx);
 	if (!tr->ch)
+		goto err_errno;
+	/* Non-blocking, so that a poll that found the CQ empty can take the
+	 * pending event without waiting, and the fd is readable only while
+	 * a completion may be queued: verbs_wait relies on that. */
+	step = "fcntl(O_NONBLOCK) on the completion channel";
+	rc = fcntl(tr->ch->fd, F_GETFL);
+	if (rc < 0 || fcntl(tr->ch->fd, F_SETFL, rc | O_NONBLOCK) < 0)
 		goto err_errno;
 	step = "ibv_create_cq";
 	tr->rcq = ibv_create_cq(tr->ctx, NRECV, NULL, tr->ch, 0);
@@ -649,12 +657,35 @@ static int poll_recv(struct ibmc_tr *tr, struct ibv_wc *wc)
 	return n < 0 ? -EIO : n;
 }
 
+/* Takes the completion events queued on the channel, if any, and arms
+ * the CQ again: 1 if there were some, 0 if none, -errno. */
+static int take_events(struct ibmc_tr *tr)
+{
+	struct ibv_cq *cq;
+	void *cq_ctx;
+	int taken = 0, rc;
+
+	/* The fd is non-blocking: EAGAIN ends the loop. */
+	while (!ibv_get_cq_event(tr->ch, &cq, &cq_ctx)) {
+		taken = 1;
+		/* acknowledging takes a lock: batch it */
+		if (++tr->unacked >= 64) {
+			ibv_ack_cq_events(tr->rcq, tr->unacked);
+			tr->unacked = 0;
+		}
+	}
+	if (errno != EAGAIN && errno != EWOULDBLOCK)
+		return -EIO;
+	if (!taken)
+		return 0;
+	rc = ibv_req_notify_cq(tr->rcq, 0);
+	return rc ? -rc : 1;
+}
+
 /* Waits for the next receive completion event up to timeout_ms. */
 static int wait_event(struct ibmc_tr *tr, int timeout_ms)
 {
 	struct pollfd pfd = { .fd = tr->ch->fd, .events = POLLIN };
-	struct ibv_cq *cq;
-	void *cq_ctx;
 	int rc;
 
 	rc = poll(&pfd, 1, timeout_ms);
@@ -662,15 +693,23 @@ static int wait_event(struct ibmc_tr *tr, int timeout_ms)
 		return errno == EINTR ? 0 : -errno;
 	if (rc == 0)
 		return -ETIMEDOUT;
-	if (ibv_get_cq_event(tr->ch, &cq, &cq_ctx))
-		return -EIO;
-	/* acknowledging takes a lock: batch it */
-	if (++tr->unacked >= 64) {
-		ibv_ack_cq_events(tr->rcq, tr->unacked);
-		tr->unacked = 0;
-	}
-	rc = ibv_req_notify_cq(tr->rcq, 0);
-	return rc ? -rc : 0;
+	rc = take_events(tr);
+	return rc < 0 ? rc : 0;
+}
+
+/* The progress thread's wait, outside the library lock while another
+ * thread may be in verbs_recv: it only watches the channel's fd and
+ * takes nothing. The fd stays readable while an event is pending; a
+ * poll of verbs_recv that finds the CQ empty takes that event (and arms
+ * again), so a readable fd is not a lasting spurious wake-up. */
+static int verbs_wait(struct ibmc_tr *tr, int timeout_ms)
+{
+	struct pollfd pfd = { .fd = tr->ch->fd, .events = POLLIN };
+	int rc = poll(&pfd, 1, timeout_ms);
+
+	if (rc < 0)
+		return errno == EINTR ? 0 : -errno;
+	return rc ? 0 : -ETIMEDOUT;
 }
 
 static int verbs_recv(struct ibmc_tr *tr, struct ibmc_tr_pkt *pkt,
@@ -692,8 +731,22 @@ static int verbs_recv(struct ibmc_tr *tr, struct ibmc_tr_pkt *pkt,
 		if (rc < 0)
 			return rc;
 		if (rc == 0) {
-			if (timeout_ms == 0)
-				return -ETIMEDOUT;
+			if (timeout_ms == 0) {
+				/* Take the event a completion already polled
+				 * left behind, then look once more for one
+				 * that raced the arming. */
+				rc = take_events(tr);
+				if (rc < 0)
+					return rc;
+				if (rc == 0)
+					return -ETIMEDOUT;
+				rc = poll_recv(tr, &wc);
+				if (rc < 0)
+					return rc;
+				if (rc == 0)
+					return -ETIMEDOUT;
+				goto got;
+			}
 			left = -1;
 			if (deadline >= 0) {
 				int64_t d = deadline - ibmc__now_ms();
@@ -714,6 +767,7 @@ static int verbs_recv(struct ibmc_tr *tr, struct ibmc_tr_pkt *pkt,
 				continue;
 			}
 		}
+got:
 		if (wc.status != IBV_WC_SUCCESS) {
 			if (wc.status == IBV_WC_WR_FLUSH_ERR) {
 				ibmc_log(IBMC_LOG_ERROR, "verbs: receive "
@@ -761,4 +815,5 @@ const struct ibmc_tr_ops ibmc__tr_verbs_ops = {
 	.mcast_leave = verbs_mcast_leave,
 	.mcast_send = verbs_mcast_send,
 	.recv = verbs_recv,
+	.wait = verbs_wait,
 };

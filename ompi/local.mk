@@ -44,7 +44,7 @@ tests_mpi_progress_ompi_SOURCES = tests/mpi/progress_mpi.c
 tests_mpi_progress_ompi_CPPFLAGS = $(AM_CPPFLAGS) $(OMPI_MPI_CFLAGS)
 tests_mpi_progress_ompi_LDADD = $(OMPI_MPI_LIBS)
 # (the Fortran program is built by ompi_coll.sh when mpifort.openmpi exists)
-EXTRA_DIST += tests/mpi/bcast_f.f90
+EXTRA_DIST += tests/mpi/bcast_f.f90 tests/mpi/coll_f.f90
 if BUILD_OSM_PLUGIN
 TESTS += tests/integration/ompi_coll.sh
 endif

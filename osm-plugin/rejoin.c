@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include "osm_includes.h"
 
 #include "builder.h"
+#include "common/hostlist.h"
 #include "common/log.h"
 #include "confirmer.h"
 #include "rejoin.h"
@@ -91,25 +93,6 @@ static struct absent *collect_absent(struct ibmc_registry *r)
 	return list;
 }
 
-/* The canonical node list "a,b,c" as an array of names pointing into
- * buf (which it modifies). */
-static char **split_names(char *buf, size_t *count)
-{
-	size_t n = 1;
-	char **names, *save = NULL, *tok;
-
-	for (const char *c = buf; *c; c++)
-		n += *c == ',';
-	names = calloc(n, sizeof(*names));
-	if (!names)
-		return NULL;
-	*count = 0;
-	for (tok = strtok_r(buf, ",", &save); tok;
-	     tok = strtok_r(NULL, ",", &save))
-		names[(*count)++] = tok;
-	return names;
-}
-
 /* Under osm->lock: add to group g every active port of its nodes (the
  * job's, or the subset a prune left it) that it lacks. The port joins
  * with the group's own record, as a member's SA join would. */
@@ -117,23 +100,24 @@ static void readd_group(osm_opensm_t *osm, struct absent *a, unsigned g)
 {
 	struct member_set m = { 0 };
 	enum ibmc_err err;
-	char detail[160], **names, *buf;
+	struct ibmc_hostlist names = { 0 };
+	char detail[160];
 	ib_gid_t mgid;
 	osm_mgrp_t *mgrp;
-	size_t count;
 	int ret;
 
 	memcpy(mgid.raw, a->mgid[g], 16);
 	mgrp = osm_get_mgrp_by_mgid(&osm->subn, &mgid);
 	if (!mgrp)
 		return; /* gone: the verification reports that */
-	buf = strdup(a->gcanon[g] ? a->gcanon[g] : a->canon);
-	names = buf ? split_names(buf, &count) : NULL;
-	if (!names)
+	/* The canonical list "a,b,c" is a hostlist expression without
+	 * ranges; no limit beyond what the job was admitted with. */
+	if (ibmc__hostlist_expand(a->gcanon[g] ? a->gcanon[g] : a->canon,
+				  SIZE_MAX, &names))
 		goto out;
 	/* -ENOENT: some node has no active port yet; re-add those that do. */
-	ret = ibmc__builder_resolve(&osm->subn, names, count, &m, &err, detail,
-				    sizeof(detail));
+	ret = ibmc__builder_resolve(&osm->subn, names.names, names.count, &m,
+				    &err, detail, sizeof(detail));
 	if (ret && ret != -ENOENT)
 		goto out;
 	for (size_t i = 0; i < m.count; i++) {
@@ -154,8 +138,7 @@ static void readd_group(osm_opensm_t *osm, struct absent *a, unsigned g)
 	}
 out:
 	free(m.ports);
-	free(names);
-	free(buf);
+	ibmc__hostlist_free(&names);
 }
 
 static void readd(osm_opensm_t *osm, struct absent *a)

@@ -231,6 +231,12 @@ int ibmc_iallreduce(ibmc_comm_t *comm, const void *sendbuf, void *recvbuf,
 		    size_t count, ibmc_dtype_t dtype, ibmc_op_t op,
 		    ibmc_request_t **req);
 
+/* 0 when op applies to dtype, -EINVAL else, by MPI's rules: logical and
+ * bitwise operations on integers only, MINLOC/MAXLOC on the pair types
+ * only, the others on every type but the pairs. ibmc_allreduce() refuses
+ * what this refuses; an MPI integration asks first to pass the call on. */
+int ibmc_op_valid(ibmc_op_t op, ibmc_dtype_t dtype);
+
 /* Broadcast shorthands: ibmc_comm_set_algo(comm, "bcast", name) with
  * "auto", "mcast", "binomial", "postal"; the last broadcast's algorithm. */
 int ibmc_comm_set_bcast_algo(ibmc_comm_t *comm, const char *name);

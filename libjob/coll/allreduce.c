@@ -107,7 +107,7 @@ static int check(const ibmc_comm_t *c, const void *sendbuf, void *recvbuf,
 {
 	size_t es = ibmc__dtype_size(dtype);
 
-	if (!c || ibmc__op_check(op, dtype))
+	if (!c || ibmc_op_valid(op, dtype))
 		return -EINVAL;
 	if (count && (!recvbuf || !sendbuf))
 		return -EINVAL;

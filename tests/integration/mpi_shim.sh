@@ -66,7 +66,7 @@ OSHIM=$top_builddir/libjob/.libs/libibmcast_ompi.so
 need_file "$OSHIM" "libjob/libibmcast_ompi.so (configure --with-openmpi-shim)"
 need_file "$IBMCASTCTL" "tools/ibmcastctl"
 
-plan 63
+plan 65
 
 # Under the sanitizer build: MPICH (UCX) leaks from modules it unloads
 # before exit, which LeakSanitizer cannot name to suppress (a plain
@@ -476,6 +476,28 @@ ok "$([ "$(sed -n 's/.* over ibmcast (mcast \([0-9]*\),.*/\1/p' <<< "$fb")" -gt 
       [ "$(rx_minus_tx)" -gt 0 ]; echo $?)" \
 	"Fortran: MPI_BCAST over multicast, MPI_ALLREDUCE of an INTEGER by libibmcast, none passed to MPICH" ||
 	diag "$fr"
+
+# coll_f (include 'mpif.h'): every result of MPI_ALLGATHER and
+# MPI_ALLREDUCE on MPI_COMM_WORLD and a split; LOGICAL, which libibmcast
+# does not have, goes to MPICH and must be right too. gfortran 10 wants
+# -fallow-argument-mismatch for mpif.h's untyped choice arguments.
+mpifort.mpich -fallow-argument-mismatch -o "$tmp/coll_f" \
+	"$top_srcdir/tests/mpi/coll_f.f90" > "$tmp/coll_f.build" 2>&1 ||
+	bail_out "mpifort.mpich cannot build tests/mpi/coll_f.f90: $(cat "$tmp/coll_f.build")"
+rc=0
+RUN_PROG=$tmp/coll_f mpirun "$tmp/coll_f.out" LD_PRELOAD="$fpreload$SHIM" \
+	IBMCAST_MPI_VERBOSE=1 || rc=$?
+is "$rc/$(grep -cE '^coll_f: rank [0-9]+: 22 collectives verified, 0 errors$' "$tmp/coll_f.out")" \
+	"0/$NRANKS" "Fortran (mpif.h) under the shim: every MPI_ALLGATHER and MPI_ALLREDUCE result right" ||
+	diag "$(grep -v ' ok$' "$tmp/coll_f.out" | tail -n 20)"
+fg=$(grep '^ibmcast_mpi: rank 0: .* MPI_Allgather over ' "$tmp/coll_f.out")
+fr=$(grep '^ibmcast_mpi: rank 0: .* MPI_Allreduce over ' "$tmp/coll_f.out")
+diag "$fg"
+diag "$fr"
+ok "$(grep -q ': 6 MPI_Allgather over ibmcast .*, 0 passed to MPI' <<< "$fg" &&
+      grep -q ': 13 MPI_Allreduce over ibmcast .*, 4 passed to MPI (.* 4 datatype not mapped' <<< "$fr"
+      echo $?)" \
+	"Fortran: every MPI_ALLGATHER and every INTEGER/REAL/DOUBLE PRECISION/2INTEGER MPI_ALLREDUCE by libibmcast, the 4 LOGICAL ones passed to MPICH"
 
 # --- MPI_THREAD_MULTIPLE: collectives from several threads at once --------
 # 4 threads per rank, each with its own duplicate of MPI_COMM_WORLD (made

@@ -54,7 +54,7 @@ need_file "$OSHIM" "libjob/libibmcast_ompi.so (configure --with-openmpi-shim)"
 need_file "$MSHIM" "libjob/libibmcast_mpi.so (configure --with-mpi, for MPICH)"
 need_file "$IBMCASTCTL" "tools/ibmcastctl"
 
-plan 53
+plan 55
 
 # Under the sanitizer build: Open MPI leaks from its own components at
 # MPI_Finalize, which LeakSanitizer cannot name to suppress; the ranks keep
@@ -324,6 +324,34 @@ if command -v mpifort.openmpi > /dev/null &&
 else
 	skip "no mpifort.openmpi (gfortran) to build tests/mpi/bcast_f.f90"
 	skip "no mpifort.openmpi (gfortran) to build tests/mpi/bcast_f.f90"
+fi
+# coll_f (include 'mpif.h'): every result of MPI_ALLGATHER and
+# MPI_ALLREDUCE on MPI_COMM_WORLD and a split; LOGICAL, which libibmcast
+# does not have, goes to the previous module and must be right too.
+if command -v mpifort.openmpi > /dev/null &&
+   mpifort.openmpi -fallow-argument-mismatch -o "$tmp/coll_f" \
+	"$top_srcdir/tests/mpi/coll_f.f90" > "$tmp/coll_f.build" 2>&1; then
+	rc=0
+	ompirun "$tmp/coll_f.out" "$tmp/coll_f" -- \
+		OMPI_MCA_coll_ibmcast_verbose=1 \
+		${asan_preload:+LD_PRELOAD=$asan_preload} || rc=$?
+	is "$rc/$(grep -cE '^coll_f: rank [0-9]+: 22 collectives verified, 0 errors$' "$tmp/coll_f.out")" \
+		"0/$NRANKS" "Fortran (mpif.h): every MPI_ALLGATHER and MPI_ALLREDUCE result right"
+	gsum=$(summary "$tmp/coll_f.out" MPI_Allgather)
+	rsum=$(summary "$tmp/coll_f.out" MPI_Allreduce)
+	diag "$gsum"
+	diag "$rsum"
+	# (>= 6: Open MPI's MPI_Comm_split gathers the colours with its own
+	# MPI_Allgather, which reaches the component too.)
+	ok "$([ $(($(field "$gsum" "over multicast") + $(field "$gsum" "point-to-point"))) -ge 6 ] &&
+	      [ $(($(field "$rsum" "over multicast") + $(field "$rsum" "point-to-point"))) = 13 ] &&
+	      [ "$(field "$rsum" "passed to the previous")" = 4 ] &&
+	      [ "$(field "$rsum" "datatype not mapped")" = 4 ]; echo $?)" \
+		"Fortran: every MPI_ALLGATHER and every INTEGER/REAL/DOUBLE PRECISION/2INTEGER MPI_ALLREDUCE by libibmcast, the 4 LOGICAL ones passed on"
+	[ "$rc" = 0 ] || diag "$(tail -n 20 "$tmp/coll_f.out")"
+else
+	skip "no mpifort.openmpi (gfortran) to build tests/mpi/coll_f.f90"
+	skip "no mpifort.openmpi (gfortran) to build tests/mpi/coll_f.f90"
 fi
 
 # --- coll_ibmcast_enable 0 ---------------------------------------------------

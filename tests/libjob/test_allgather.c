@@ -408,6 +408,20 @@ int main(void)
 	lbjob_run(4, mismatch, &what);
 	tap_ok(mm_size > 0 && !mm_zero, "rabenseifner allreduce with another count on rank 1: EMSGSIZE reported, no rank returned a result (%d EMSGSIZE, %d EINVAL, %d other errors)",
 	       (int)mm_size, (int)mm_inval, (int)mm_other);
+
+	/* The one rule the MPI integrations ask before taking a call. */
+	tap_ok(!ibmc_op_valid(IBMC_SUM, IBMC_LONG_DOUBLE) &&
+	       !ibmc_op_valid(IBMC_BXOR, IBMC_UINT8) &&
+	       !ibmc_op_valid(IBMC_LAND, IBMC_INT64) &&
+	       !ibmc_op_valid(IBMC_MAXLOC, IBMC_LONG_DOUBLE_INT),
+	       "ibmc_op_valid: arithmetic on numbers, logic on integers, MAXLOC on pairs");
+	tap_ok(ibmc_op_valid(IBMC_SUM, IBMC_2INT) == -EINVAL &&
+	       ibmc_op_valid(IBMC_BAND, IBMC_DOUBLE) == -EINVAL &&
+	       ibmc_op_valid(IBMC_LOR, IBMC_FLOAT) == -EINVAL &&
+	       ibmc_op_valid(IBMC_MINLOC, IBMC_INT32) == -EINVAL &&
+	       ibmc_op_valid((ibmc_op_t)99, IBMC_INT32) == -EINVAL &&
+	       ibmc_op_valid(IBMC_SUM, (ibmc_dtype_t)99) == -EINVAL,
+	       "ibmc_op_valid: EINVAL for sums of pairs, bitwise or logical floats, MINLOC on a number, unknown values");
 	tap_plan(tap__n);
 	return tap_done();
 }
