@@ -35,12 +35,12 @@ libjob_libibmcast_core_la_SOURCES = \
 	libjob/reduce.c libjob/reduce.h \
 	libjob/coll/allgather.c libjob/coll/allgather.h \
 	libjob/coll/allgather_ring.c \
-	libjob/coll/allgather_rd.c \
+	libjob/coll/allgather_rd.c libjob/coll/allgather_mcast.c \
 	libjob/coll/allgather_shm.c \
 	libjob/topo.c libjob/topo.h \
 	libjob/shm.c libjob/shm.h \
 	libjob/coll/allreduce.c libjob/coll/allreduce.h \
-	libjob/coll/allreduce_rd.c \
+	libjob/coll/allreduce_rd.c libjob/coll/allreduce_rab.c \
 	libjob/coll/allreduce_tree.c \
 	libjob/coll/allreduce_shm.c \
 	libjob/tr_registry.c \

@@ -243,6 +243,25 @@ void ibmc__shm_moved(struct ibmc__shm_call *k)
 	k->moved_ms = ibmc__now_ms();
 }
 
+int ibmc__shm_my_turn(struct ibmc__shm_call *k)
+{
+	/* Stamps skip 0: the call before stamp 1 is numbered 0xffffffff,
+	 * except the very first (finished is 0 then). */
+	uint32_t prev = k->stamp - 1;
+
+	if (k->shm->finished == prev ||
+	    (prev == 0 && k->shm->finished == UINT32_MAX))
+		return 0;
+	ibmc__shm_moved(k);
+	return IBMC_INPROGRESS;
+}
+
+void ibmc__shm_call_end(struct ibmc__shm_call *k)
+{
+	if (k->shm && ibmc__stamp_reached(k->stamp, k->shm->finished))
+		k->shm->finished = k->stamp;
+}
+
 int ibmc__shm_wait_all(struct ibmc__shm_call *k, int nlocal, int which,
 		       uint32_t stamp)
 {

@@ -57,6 +57,8 @@ struct ibmc__shm {
 	char name[80];
 	uint32_t stamp;			/* the last call's number */
 	uint32_t first_stamp;		/* the first call in this segment */
+	uint32_t finished;		/* the last call of this rank done
+					 * with the segment */
 };
 
 /* c's segment state (allocated at first use, nothing mapped); NULL: no
@@ -102,6 +104,19 @@ int ibmc__shm_call_begin(struct ibmc__shm_call *k, struct ibmc_comm *c);
 
 /* Something moved on the node now. */
 void ibmc__shm_moved(struct ibmc__shm_call *k);
+
+/*
+ * 0 when every earlier call of this rank on the segment is done with it,
+ * else IBMC_INPROGRESS. Non-blocking calls may be in flight together, but
+ * the segment serves one call at a time (a later call may even move the
+ * node to a larger segment): each waits for its turn before touching it.
+ * The wait counts as movement: the earlier call is bounded on its own.
+ */
+int ibmc__shm_my_turn(struct ibmc__shm_call *k);
+
+/* This rank's call is done with the segment (completed or failed): the
+ * next call's turn. */
+void ibmc__shm_call_end(struct ibmc__shm_call *k);
 
 /* 0 when the written (which 0) or copied (1) flag of every one of the
  * nlocal ranks reached stamp, else IBMC_INPROGRESS. */

@@ -3,10 +3,11 @@
  * The allgather collective: its algorithm table, auto's choice, and
  * ibmc_allgather()/ibmc_iallgather().
  *
- * "mcast" is one reliable multicast broadcast per rank (the broadcast
- * engine with early return, P of them in flight at once): every block
- * crosses each link of the group's tree once, where the ring carries it
- * over P - 1 paths. Auto does not choose it yet: P broadcasts at once
+ * "mcast" is one reliable multicast broadcast per node leader carrying
+ * its node's blocks (per rank with one rank per node; the broadcast
+ * engine with early return, all in flight at once): every block crosses
+ * each link of the group's tree once, where the ring carries it over
+ * P - 1 paths. Auto does not choose it yet: P broadcasts at once
  * overload the simulated fabric's one-thread data plane (4-80x slower than
  * recursive doubling there, and at 32 ranks back to back some member
  * stalls past the timeout), so auto takes recursive doubling on 2^k ranks
@@ -33,7 +34,8 @@ static const struct ibmc__algo_desc algos[] = {
 	  "flat recursive doubling, log2 P rounds (2^k ranks; else ring)",
 	  0, 0 },
 	{ IBMC__AG_MCAST, "mcast",
-	  "one reliable multicast broadcast per rank", 0, 0 },
+	  "node shared memory, then one reliable multicast broadcast per node "
+	  "leader (per rank with one rank per node)", 0, 0 },
 	{ IBMC__AG_SHM, "shm_leader",
 	  "node shared memory, node leaders exchange (seed 002)", 0, 0 },
 };
@@ -57,9 +59,10 @@ static int choose(struct ibmc_comm *c, int blocking)
 	int mc = !c->mcast_err && c->ghandle >= 0;
 	const struct ibmc__topo *t;
 
-	/* The node segment serves one call at a time: blocking calls only.
-	 * Auto takes it as soon as some node holds two ranks. */
-	if (blocking && (a == IBMC__AG_SHM || a == 0)) {
+	/* Auto takes the node segment as soon as some node holds two
+	 * ranks, for non-blocking calls too: calls in flight together take
+	 * their turns on the segment (ibmc__shm_my_turn). */
+	if (a == IBMC__AG_SHM || a == 0) {
 		t = ibmc__comm_topo(c);
 		if (t && (a == IBMC__AG_SHM || t->max_local >= 2))
 			return IBMC__AG_SHM;
@@ -89,38 +92,6 @@ static void place_own(ibmc_comm_t *c, const void *sendbuf, void *recvbuf,
 	if (sendbuf != IBMC_IN_PLACE && blocklen)
 		memmove((unsigned char *)recvbuf + (size_t)c->rank * blocklen,
 			sendbuf, blocklen);
-}
-
-/* P broadcasts, one rooted at each rank, then wait for all; lock held. */
-static int mcast_allgather(ibmc_comm_t *c, void *recvbuf, size_t blocklen)
-{
-	struct ibmc_request *req = calloc((size_t)c->size, sizeof(*req));
-	struct ibmc__inner_mark mark;
-	int r, rc = 0, rc2;
-
-	if (!req)
-		return -ENOMEM;
-	ibmc__inner_begin(c, &mark);
-	for (r = 0; r < c->size; r++) {
-		rc = ibmc__bcast_start(c, (unsigned char *)recvbuf +
-				       (size_t)r * blocklen, blocklen, r,
-				       &req[r]);
-		if (rc)
-			break;
-	}
-	/* Started ones run to their end whatever failed after them. */
-	while (r-- > 0) {
-		rc2 = ibmc__wait(&req[r]);
-		if (!rc)
-			rc = rc2;
-	}
-	free(req);
-	ibmc__inner_end(c, &mark, false);
-	if (!rc)
-		c->st.allgathers++;
-	c->last_algo[IBMC__C_ALLGATHER] = IBMC__AG_MCAST;
-	c->last_param[IBMC__C_ALLGATHER] = 0;
-	return rc;
 }
 
 static int start(ibmc_comm_t *c, void *recvbuf, size_t blocklen, int algo,
@@ -153,7 +124,7 @@ int ibmc_allgather(ibmc_comm_t *c, const void *sendbuf, void *recvbuf,
 		goto out;
 	algo = choose(c, 1);
 	if (algo == IBMC__AG_MCAST) {
-		rc = mcast_allgather(c, recvbuf, blocklen);
+		rc = ibmc__allgather_mcast(c, recvbuf, blocklen);
 	} else {
 		rc = start(c, recvbuf, blocklen, algo, &req);
 		if (!rc)

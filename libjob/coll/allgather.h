@@ -9,13 +9,25 @@
 enum {
 	IBMC__AG_RING = 1,
 	IBMC__AG_RD = 2,	/* recursive doubling, 2^k ranks */
-	IBMC__AG_MCAST = 3,	/* one multicast broadcast per rank */
+	IBMC__AG_MCAST = 3,	/* one multicast broadcast per node
+				 * (per rank with one rank per node) */
 	IBMC__AG_SHM = 4,	/* node segments, leaders exchange */
 };
+
+/* args.param of the shm_leader task: only the node part (every local
+ * rank gets its node's blocks through the segment), no network. */
+#define IBMC__AG_SHM_NODE_ONLY 1
 
 /* args.buf: recvbuf (own block already in place), args.len: blocklen. */
 extern const struct ibmc__task_ops ibmc__allgather_ring_ops;
 extern const struct ibmc__task_ops ibmc__allgather_rd_ops;
 extern const struct ibmc__task_ops ibmc__allgather_shm_ops;
+
+struct ibmc_comm;
+
+/* The multicast allgather (coll/allgather_mcast.c), blocking, ctx->lock
+ * held, own block in place. 0 or -errno. */
+int ibmc__allgather_mcast(struct ibmc_comm *c, void *recvbuf,
+			  size_t blocklen);
 
 #endif

@@ -11,6 +11,9 @@
  * together, nodes by their leaders' ranks), so that what a leader sends
  * in a step is one contiguous span whatever the placement; each rank puts
  * every block at its communicator rank's place in its own buffer.
+ *
+ * With IBMC__AG_SHM_NODE_ONLY the task stops after the node part (every
+ * local rank holds its node's blocks): the "mcast" allgather's first half.
  */
 #include "config.h"
 
@@ -146,7 +149,9 @@ static int start(struct ibmc__task *t)
 	L = a->topo->nnodes;
 	a->leader = a->topo->local_rank == 0;
 	a->rd = L > 0 && !(L & (L - 1));
-	if (a->rd)
+	if (t->args.param == IBMC__AG_SHM_NODE_ONLY)
+		a->nsteps = 0;
+	else if (a->rd)
 		while ((1 << a->nsteps) < L)
 			a->nsteps++;
 	else
@@ -283,8 +288,11 @@ static int progress(struct ibmc__task *t, int64_t now)
 	while (rc == 0 && a->state != S_DONE) {
 		switch (a->state) {
 		case S_ATTACH:
-			rc = ibmc__shm_ensure(t->comm, (size_t)t->comm->size *
-					      blen(t), a->call.stamp);
+			rc = ibmc__shm_my_turn(&a->call);
+			if (!rc)
+				rc = ibmc__shm_ensure(t->comm,
+						      (size_t)t->comm->size *
+						      blen(t), a->call.stamp);
 			break;
 		case S_FREE:
 			rc = gather_in(t, a);
@@ -343,8 +351,11 @@ static void complete(struct ibmc__task *t, int rc)
 	struct ag *a = t->priv;
 	struct ibmc__shm_hdr *h = a->shm ? a->shm->hdr : NULL;
 
+	ibmc__shm_call_end(&a->call);
 	if (!rc) {
-		t->comm->st.allgathers++;
+		/* The node part of another allgather is not one itself. */
+		if (t->args.param != IBMC__AG_SHM_NODE_ONLY)
+			t->comm->st.allgathers++;
 	} else if (a->shm) {
 		/* Tell the node at once rather than by its timeout, and make
 		 * sure no name outlives a node that never finished mapping. */

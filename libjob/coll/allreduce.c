@@ -8,7 +8,8 @@
  * result crosses each link of the group's tree once, where recursive
  * doubling moves whole vectors log2 P times. Auto multicasts when the
  * communicator may (the same answer on every member) from 4 ranks on,
- * else recursive doubling. A non-blocking allreduce never multicasts (two
+ * else recursive doubling for vectors up to IBMC__AR_SHORT_BYTES and
+ * reduce-scatter + allgather ("rabenseifner") above. A non-blocking allreduce never multicasts (two
  * collectives in a row would need a compound request).
  */
 #include "config.h"
@@ -33,7 +34,10 @@ static const struct ibmc__algo_desc algos[] = {
 	  "reduce up a binomial tree to rank 0, the result by one multicast",
 	  0, 0 },
 	{ IBMC__AR_SHM_MCAST, "shm_mcast",
-	  "node shared-memory reduce, node leaders' tree, result by multicast",
+	  "node shared-memory reduce, node leaders' reduce, result by multicast",
+	  0, 0 },
+	{ IBMC__AR_RABENSEIFNER, "rabenseifner",
+	  "flat reduce-scatter + allgather, 2 log2 P rounds of pieces (baseline)",
 	  0, 0 },
 };
 
@@ -45,29 +49,58 @@ const struct ibmc__coll_desc ibmc__allreduce_desc = {
 	.nalgos = sizeof(algos) / sizeof(algos[0]),
 };
 
+void ibmc__ar_place(const struct ibmc__ar_args *a, const struct ibmc_comm *c,
+		    int *size, int *rank)
+{
+	*size = a->group ? a->gsize : c->size;
+	*rank = a->group ? a->grank : c->rank;
+}
+
+int ibmc__ar_member(const struct ibmc__ar_args *a, int i)
+{
+	return a->group ? a->group[i] : i;
+}
+
+void ibmc__ar_count(struct ibmc_comm *c, int rc, int algo)
+{
+	if (!rc)
+		c->st.allreduces++;
+	c->last_algo[IBMC__C_ALLREDUCE] = algo;
+	c->last_param[IBMC__C_ALLREDUCE] = 0;
+}
+
 uint32_t ibmc__ar_tag(const struct ibmc__ar_args *a, int round)
 {
 	return (uint32_t)round | (uint32_t)a->dtype << 16 |
 	       (uint32_t)a->op << 24;
 }
 
-static int choose(struct ibmc_comm *c, int blocking)
+/* The point-to-point algorithms: the named one, or auto's by size. */
+static int p2p_algo(int a, size_t len)
+{
+	if (a == IBMC__AR_RD || a == IBMC__AR_RABENSEIFNER)
+		return a;
+	return len <= IBMC__AR_SHORT_BYTES ? IBMC__AR_RD :
+	       IBMC__AR_RABENSEIFNER;
+}
+
+static int choose(struct ibmc_comm *c, int blocking, size_t len)
 {
 	int a = c->algo[IBMC__C_ALLREDUCE];
 	int mc = !c->mcast_err && c->ghandle >= 0;
 	const struct ibmc__topo *t;
 
-	/* Node shared memory serves one call at a time: blocking only.
-	 * Auto takes it when the result can be multicast and some node
-	 * holds two members. */
-	if (blocking && (a == IBMC__AR_SHM_MCAST || (!a && mc))) {
+	/* Auto takes node shared memory when some node holds two members
+	 * and, for a blocking call, the result can be multicast (a
+	 * non-blocking one gets it through the segment). */
+	if (a == IBMC__AR_SHM_MCAST || (!a && (mc || !blocking))) {
 		t = ibmc__comm_topo(c);
 		if (t && (a == IBMC__AR_SHM_MCAST || t->max_local >= 2))
 			return IBMC__AR_SHM_MCAST;
 	}
 	if (blocking && mc && (a == IBMC__AR_MCAST || (!a && c->size >= 4)))
 		return IBMC__AR_MCAST;
-	return IBMC__AR_RD;
+	return p2p_algo(a, len);
 }
 
 static int check(const ibmc_comm_t *c, const void *sendbuf, void *recvbuf,
@@ -100,16 +133,29 @@ static struct ibmc__ar_args *args_new(const void *sendbuf, void *recvbuf,
 	a->buf = recvbuf;
 	a->group = NULL;
 	a->gsize = a->grank = 0;
+	a->to_root = 0;
 	if (sendbuf != IBMC_IN_PLACE && len)
 		memmove(recvbuf, sendbuf, len);
 	return a;
 }
 
+/* The one task that runs a whole call of algo (not the multicasting
+ * ones, blocking). */
+static const struct ibmc__task_ops *task_ops(int algo)
+{
+	if (algo == IBMC__AR_SHM_MCAST)
+		return &ibmc__allreduce_shm_ops;
+	return algo == IBMC__AR_RABENSEIFNER ? &ibmc__allreduce_rab_ops :
+	       &ibmc__allreduce_rd_ops;
+}
+
 static int start(ibmc_comm_t *c, const struct ibmc__task_ops *ops,
-		 struct ibmc__ar_args *a, int algo, struct ibmc_request *req)
+		 struct ibmc__ar_args *a, int algo, int param,
+		 struct ibmc_request *req)
 {
 	struct ibmc__args args = {
 		.buf = a->buf, .len = a->count * ibmc__dtype_size(a->dtype),
+		.param = param,
 	};
 
 	return ibmc__task_start(c, IBMC__C_ALLREDUCE, algo, ops, &args, a,
@@ -131,7 +177,7 @@ static int mcast_allreduce(ibmc_comm_t *c, struct ibmc__ar_args *a,
 
 	ibmc__inner_begin(c, &mark);
 	rc = start(c, algo == IBMC__AR_SHM_MCAST ? &ibmc__allreduce_shm_ops :
-		   &ibmc__allreduce_tree_ops, a, algo, &req);
+		   &ibmc__allreduce_tree_ops, a, algo, 0, &req);
 	if (!rc)
 		rc = ibmc__wait(&req);
 	if (rc)
@@ -142,10 +188,7 @@ static int mcast_allreduce(ibmc_comm_t *c, struct ibmc__ar_args *a,
 		rc = ibmc__wait(&req);
 out:
 	ibmc__inner_end(c, &mark, false);
-	if (!rc)
-		c->st.allreduces++;
-	c->last_algo[IBMC__C_ALLREDUCE] = algo;
-	c->last_param[IBMC__C_ALLREDUCE] = 0;
+	ibmc__ar_count(c, rc, algo);
 	return rc;
 }
 
@@ -165,10 +208,11 @@ int ibmc_allreduce(ibmc_comm_t *c, const void *sendbuf, void *recvbuf,
 	a = args_new(sendbuf, recvbuf, count, dtype, op);
 	if (!a) {
 		rc = -ENOMEM;
-	} else if ((algo = choose(c, 1)) != IBMC__AR_RD) {
+	} else if ((algo = choose(c, 1, count * ibmc__dtype_size(dtype))) ==
+		   IBMC__AR_MCAST || algo == IBMC__AR_SHM_MCAST) {
 		rc = mcast_allreduce(c, a, algo);
 	} else {
-		rc = start(c, &ibmc__allreduce_rd_ops, a, algo, &req);
+		rc = start(c, task_ops(algo), a, algo, 0, &req);
 		if (!rc)
 			rc = ibmc__wait(&req);
 	}
@@ -183,7 +227,7 @@ int ibmc_iallreduce(ibmc_comm_t *c, const void *sendbuf, void *recvbuf,
 {
 	struct ibmc_request *req;
 	struct ibmc__ar_args *a;
-	int rc = check(c, sendbuf, recvbuf, count, dtype, op);
+	int rc = check(c, sendbuf, recvbuf, count, dtype, op), algo;
 
 	if (rc || !out)
 		return rc ? rc : -EINVAL;
@@ -194,9 +238,14 @@ int ibmc_iallreduce(ibmc_comm_t *c, const void *sendbuf, void *recvbuf,
 	pthread_mutex_lock(&c->ctx->lock);
 	rc = ibmc__switch_gate(c);
 	a = rc ? NULL : args_new(sendbuf, recvbuf, count, dtype, op);
-	if (!rc)
-		rc = a ? start(c, &ibmc__allreduce_rd_ops, a, IBMC__AR_RD,
-			       req) : -ENOMEM;
+	if (!rc) {
+		algo = choose(c, 0, count * ibmc__dtype_size(dtype));
+		/* A non-blocking shm_mcast is one task: the result through
+		 * the node segments (the other algorithms ignore the
+		 * parameter). */
+		rc = a ? start(c, task_ops(algo), a, algo,
+			       IBMC__AR_SHM_IN_SEGMENT, req) : -ENOMEM;
+	}
 	pthread_mutex_unlock(&c->ctx->lock);
 	if (rc) {
 		free(req);

@@ -7,7 +7,8 @@
  * first 2 (P - 2^m) ranks pair up first: the even one sends its vector to
  * the odd one (which reduces even op odd and takes part) and gets the
  * result back at the end. Every round's vector is kept until its transfer
- * is acknowledged (a resend must carry the same bytes).
+ * is acknowledged (a resend must carry the same bytes). It runs among a
+ * group of members when asked (the node leaders of "shm_mcast").
  */
 #include "config.h"
 
@@ -28,6 +29,7 @@ struct rd {
 	struct ibmc__ar_args *a;
 	int rounds, newrank, role;	/* role: 0 takes part, 1 folded out */
 	int round;			/* next round to send */
+	int taken;			/* this rank's vector taken from buf */
 	int folded;			/* odd rank: the even's vector is in */
 	unsigned char **vec;		/* vec[k]: the partial vector sent in
 					 * round k; vec[rounds]: the result */
@@ -35,17 +37,18 @@ struct rd {
 	unsigned char *fold_in;
 };
 
-static int real_rank(int newrank, int rem)
+/* The communicator rank of the rank numbered newrank among the 2^m. */
+static int real_rank(const struct ibmc__ar_args *a, int newrank, int rem)
 {
-	return newrank < rem ? 2 * newrank + 1 : newrank + rem;
+	return ibmc__ar_member(a, newrank < rem ? 2 * newrank + 1 :
+			       newrank + rem);
 }
 
 static int start(struct ibmc__task *t)
 {
-	struct ibmc_comm *c = t->comm;
 	struct ibmc__ar_args *a = t->priv;
 	struct rd *d = calloc(1, sizeof(*d));
-	int P = c->size, me = c->rank, p2 = 1, rem, k, rc;
+	int P, me, p2 = 1, rem, k, rc;
 	size_t len = t->args.len;
 
 	if (!d) {
@@ -55,6 +58,7 @@ static int start(struct ibmc__task *t)
 	}
 	d->a = a;
 	t->priv = d;
+	ibmc__ar_place(a, t->comm, &P, &me);
 	while (p2 * 2 <= P)
 		p2 *= 2;
 	rem = P - p2;
@@ -73,47 +77,63 @@ static int start(struct ibmc__task *t)
 	rc = ibmc__xfers_init(&d->xs, t, 2 + 2 * d->rounds);
 	if (rc)
 		return rc;
-	if (d->role) {		/* folded out: send, then wait for the end */
-		rc = ibmc__xfer_post(&d->xs, 0, 1, me + 1, ibmc__ar_tag(a, 0),
-				     a->buf, len);
-		return rc ? rc : ibmc__xfer_post(&d->xs, 1, 0, me + 1,
-						 ibmc__ar_tag(a, 1), a->buf,
-						 len);
-	}
+	if (d->role)		/* folded out: send (at the first progress),
+				 * then wait for the end */
+		return ibmc__xfer_post(&d->xs, 1, 0, ibmc__ar_member(a, me + 1),
+				       ibmc__ar_tag(a, 1), a->buf, len);
 	for (k = 0; k <= d->rounds; k++) {
 		d->vec[k] = malloc(len ? len : 1);
 		d->in[k] = malloc(len ? len : 1);
 		if (!d->vec[k] || !d->in[k])
 			return -ENOMEM;
 	}
-	if (len)
-		memcpy(d->vec[0], a->buf, len);
 	if (me < 2 * rem) {
 		d->fold_in = malloc(len ? len : 1);
 		if (!d->fold_in)
 			return -ENOMEM;
-		rc = ibmc__xfer_post(&d->xs, 0, 0, me - 1, ibmc__ar_tag(a, 0),
-				     d->fold_in, len);
+		rc = ibmc__xfer_post(&d->xs, 0, 0, ibmc__ar_member(a, me - 1),
+				     ibmc__ar_tag(a, 0), d->fold_in, len);
 	} else {
 		d->folded = 1;
 	}
 	for (k = 0; !rc && k < d->rounds; k++)
 		rc = ibmc__xfer_post(&d->xs, 2 + 2 * k, 0,
-				     real_rank(d->newrank ^ (1 << k), rem),
+				     real_rank(a, d->newrank ^ (1 << k), rem),
 				     ibmc__ar_tag(a, 2 + k), d->in[k], len);
 	return rc;
+}
+
+/* This rank's vector, from buf now: a folded-out rank sends it. */
+static int take_own(struct ibmc__task *t, struct rd *d, int me)
+{
+	struct ibmc__ar_args *a = d->a;
+
+	d->taken = 1;
+	if (d->role)
+		return ibmc__xfer_post(&d->xs, 0, 1, ibmc__ar_member(a, me + 1),
+				       ibmc__ar_tag(a, 0), a->buf,
+				       t->args.len);
+	if (t->args.len)
+		memcpy(d->vec[0], a->buf, t->args.len);
+	return 0;
 }
 
 static int progress(struct ibmc__task *t, int64_t now)
 {
 	struct rd *d = t->priv;
 	struct ibmc__ar_args *a = d->a;
-	struct ibmc_comm *c = t->comm;
 	size_t len = t->args.len;
-	int P = c->size, p2 = 1 << d->rounds, rem = P - p2, k, rc, partner;
+	int P, me, p2 = 1 << d->rounds, rem, k, rc, partner;
 
+	ibmc__ar_place(a, t->comm, &P, &me);
+	rem = P - p2;
 	if (P == 1)
 		return 0;
+	if (!d->taken) {
+		rc = take_own(t, d, me);
+		if (rc)
+			return rc;
+	}
 	if (!d->role) {
 		if (!d->folded && ibmc__xfer_done(&d->xs, 0)) {
 			/* even op odd: the lower rank's vector on the left */
@@ -143,7 +163,7 @@ static int progress(struct ibmc__task *t, int64_t now)
 			}
 			if (k < d->rounds) {
 				rc = ibmc__xfer_post(&d->xs, 3 + 2 * k, 1,
-						     real_rank(d->newrank ^
+						     real_rank(a, d->newrank ^
 							       (1 << k), rem),
 						     ibmc__ar_tag(a, 2 + k),
 						     d->vec[k], len);
@@ -152,9 +172,10 @@ static int progress(struct ibmc__task *t, int64_t now)
 			} else {
 				if (len)
 					memcpy(a->buf, d->vec[k], len);
-				if (c->rank < 2 * rem) {
+				if (me < 2 * rem) {
 					rc = ibmc__xfer_post(&d->xs, 1, 1,
-							     c->rank - 1,
+							     ibmc__ar_member(a,
+								     me - 1),
 							     ibmc__ar_tag(a, 1),
 							     d->vec[k], len);
 					if (rc)
@@ -173,10 +194,7 @@ static int progress(struct ibmc__task *t, int64_t now)
 
 static void complete(struct ibmc__task *t, int rc)
 {
-	if (!rc)
-		t->comm->st.allreduces++;
-	t->comm->last_algo[IBMC__C_ALLREDUCE] = IBMC__AR_RD;
-	t->comm->last_param[IBMC__C_ALLREDUCE] = 0;
+	ibmc__ar_count(t->comm, rc, IBMC__AR_RD);
 }
 
 static void fini(struct ibmc__task *t)

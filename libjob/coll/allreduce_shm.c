@@ -3,10 +3,19 @@
  * The node part of the "shm_mcast" allreduce: every rank writes its
  * vector into its node's shared segment; the node leader reduces them in
  * rank order (the result's bits never depend on timing), then the leaders
- * reduce to rank 0 up a binomial tree among themselves (allreduce_tree.c
- * run as an inner task over the leaders). coll/allreduce.c then has rank 0
- * multicast the result to every member. Only leaders touch the network
- * before the result's multicast.
+ * reduce among themselves, as an inner task over the leaders: by
+ * recursive doubling (allreduce_rd.c: log2 L rounds) for vectors up to
+ * IBMC__AR_SHORT_BYTES or shorter than one element per leader, else by
+ * reduce-scatter and a gather to rank 0 (allreduce_rab.c with to_root:
+ * each leader sends about 2 (L - 1) / L vectors, in pieces). Either way
+ * rank 0 holds the result, which coll/allreduce.c multicasts to every
+ * member. Only leaders touch the network before the result's multicast.
+ *
+ * With IBMC__AR_SHM_IN_SEGMENT (a non-blocking call, which cannot chain
+ * the multicast: ibmc_allreduce(3), NOTES) the leaders allreduce instead
+ * (recursive doubling, or reduce-scatter + allgather), so every leader
+ * holds the result, and each puts it in its node's segment for its local
+ * ranks: the whole call is this one task.
  */
 #include "config.h"
 
@@ -21,10 +30,11 @@
 #include "libjob/reduce.h"
 #include "libjob/shm.h"
 #include "libjob/topo.h"
+#include "libjob/xfer.h"
 
 #define POLL_US 200
 
-enum { S_ATTACH, S_FREE, S_LOCAL, S_NET, S_DONE };
+enum { S_ATTACH, S_FREE, S_LOCAL, S_NET, S_RESULT, S_DONE };
 
 struct ars {
 	struct ibmc__ar_args *a;
@@ -33,8 +43,11 @@ struct ars {
 	struct ibmc__shm_call call;
 	int state;
 	int leader;
-	struct ibmc__task inner;	/* leaders: the tree reduce */
+	struct ibmc__task inner;	/* leaders: their reduce */
 	int inner_on;
+	int in_segment;			/* the result reaches the node through
+					 * the segment, not by multicast */
+	int64_t beat;			/* the leader's last beat seen */
 };
 
 /* What the node's ranks must agree on: the vector's bytes, its type and
@@ -61,6 +74,7 @@ static int start(struct ibmc__task *t)
 		return -ENOMEM;
 	s->shm = s->call.shm;
 	s->leader = s->topo->local_rank == 0;
+	s->in_segment = t->args.param == IBMC__AR_SHM_IN_SEGMENT;
 	return 0;
 }
 
@@ -78,16 +92,16 @@ static int write_in(struct ibmc__task *t, struct ars *s)
 		       s->a->buf, t->args.len);
 	f->len = agreement(t, s);
 	atomic_store_explicit(&f->written, s->call.stamp, memory_order_release);
-	/* A local rank is done with the segment now: the result comes by
-	 * the broadcast. */
-	if (!s->leader)
+	/* A local rank is done with the segment now when the result comes
+	 * by the broadcast. */
+	if (!s->leader && !s->in_segment)
 		atomic_store_explicit(&f->copied, s->call.stamp,
 				      memory_order_release);
 	return 0;
 }
 
 /* Leader: every vector in, reduced in rank order into its buffer, where
- * the leaders' tree takes it from. */
+ * the leaders' reduce takes it from. */
 static int reduce_node(struct ibmc__task *t, struct ars *s)
 {
 	const struct ibmc__topo *tp = s->topo;
@@ -125,14 +139,17 @@ static int reduce_node(struct ibmc__task *t, struct ars *s)
 	return 0;
 }
 
-/* Leader: the leaders' tree, started (its receives posted) as soon as
- * this call owns the segment, so that a child leader's vector is not
- * dropped while this node is still reducing; the tree takes this rank's
- * vector only once its children's are in, and progresses from S_NET on. */
-static int start_tree(struct ibmc__task *t, struct ars *s)
+/* Leader: the leaders' reduce, started (its receives posted) as soon as
+ * this call owns the segment, so that a peer leader's vector is not
+ * dropped while this node is still reducing; it takes this rank's vector
+ * at its first progress, from S_NET on. Every leader sees the same length
+ * and leader count: they choose alike. */
+static int start_leaders(struct ibmc__task *t, struct ars *s)
 {
 	const struct ibmc__topo *tp = s->topo;
 	struct ibmc__ar_args *ia = malloc(sizeof(*ia));
+	int rd = t->args.len <= IBMC__AR_SHORT_BYTES ||
+		 s->a->count < (size_t)tp->nnodes;
 
 	if (!ia)
 		return -ENOMEM;
@@ -140,30 +157,83 @@ static int start_tree(struct ibmc__task *t, struct ars *s)
 	ia->group = tp->leaders;
 	ia->gsize = tp->nnodes;
 	ia->grank = tp->my_node;
+	ia->to_root = !rd && !s->in_segment;
 	s->inner = *t;
 	s->inner.next = NULL;
 	s->inner.req = NULL;
-	s->inner.ops = &ibmc__allreduce_tree_ops;
+	s->inner.ops = rd ? &ibmc__allreduce_rd_ops :
+		       &ibmc__allreduce_rab_ops;
 	s->inner.priv = ia;
 	s->inner_on = 1;
-	return ibmc__allreduce_tree_ops.start(&s->inner);
+	return s->inner.ops->start(&s->inner);
+}
+
+/* The leader's network part moved (its transfers' last progress): its
+ * node's ranks, waiting for the result, must not time out meanwhile. */
+static void leader_beat(struct ars *s)
+{
+	const struct ibmc__xfers *xs = s->inner.priv;
+
+	if (s->leader && s->inner_on && xs)
+		atomic_store_explicit(&s->shm->hdr->beat, xs->progress_ms,
+				      memory_order_relaxed);
+}
+
+/* The result through the segment: the leader puts it where its own vector
+ * was (every local rank is done reading the vectors) and says so; the
+ * others take it, and only then are done with the segment. */
+static int result(struct ibmc__task *t, struct ars *s)
+{
+	struct ibmc__shm_hdr *h = s->shm->hdr;
+	size_t len = t->args.len;
+	uint64_t w, f;
+	int64_t beat;
+
+	if (!s->in_segment)
+		return 0;
+	if (s->leader) {
+		if (len)
+			memcpy(s->shm->data, s->a->buf, len);
+		atomic_store_explicit(&h->steps, (uint64_t)s->call.stamp << 32 |
+				      1, memory_order_release);
+		return 0;
+	}
+	f = atomic_load_explicit(&h->failed, memory_order_acquire);
+	if ((uint32_t)(f >> 32) == s->call.stamp && (uint32_t)f)
+		return -(int)(uint32_t)f;
+	beat = atomic_load_explicit(&h->beat, memory_order_relaxed);
+	if (beat != s->beat) {
+		s->beat = beat;
+		ibmc__shm_moved(&s->call);
+	}
+	w = atomic_load_explicit(&h->steps, memory_order_acquire);
+	if (w != ((uint64_t)s->call.stamp << 32 | 1))
+		return IBMC_INPROGRESS;
+	if (len)
+		memcpy(s->a->buf, s->shm->data, len);
+	atomic_store_explicit(&h->flag[s->topo->local_rank].copied,
+			      s->call.stamp, memory_order_release);
+	return 0;
 }
 
 static int progress(struct ibmc__task *t, int64_t now)
 {
 	struct ars *s = t->priv;
 	int timeout = t->comm->ctx->env.timeout_ms, rc = 0;
+	size_t need = (size_t)s->topo->local_size * t->args.len;
 
 	while (rc == 0 && s->state != S_DONE) {
 		switch (s->state) {
 		case S_ATTACH:
-			rc = ibmc__shm_ensure(t->comm, (size_t)s->topo->local_size *
-					      t->args.len, s->call.stamp);
+			rc = ibmc__shm_my_turn(&s->call);
+			if (!rc)
+				rc = ibmc__shm_ensure(t->comm, need,
+						      s->call.stamp);
 			break;
 		case S_FREE:
 			rc = write_in(t, s);
 			if (!rc && s->leader)
-				rc = start_tree(t, s);
+				rc = start_leaders(t, s);
 			break;
 		case S_LOCAL:
 			rc = reduce_node(t, s);
@@ -171,6 +241,10 @@ static int progress(struct ibmc__task *t, int64_t now)
 		case S_NET:
 			rc = s->inner_on ?
 			     s->inner.ops->progress(&s->inner, now) : 0;
+			leader_beat(s);
+			break;
+		case S_RESULT:
+			rc = result(t, s);
 			break;
 		}
 		if (!rc) {
@@ -196,8 +270,8 @@ static void input(struct ibmc__task *t, const struct ibmc__hdr *h,
 {
 	struct ars *s = t->priv;
 
-	/* Before the leaders' tree starts (this leader waits for the
-	 * previous call to leave the segment), a child leader's fragments
+	/* Before the leaders' reduce starts (this leader waits for the
+	 * previous call to leave the segment), a peer leader's fragments
 	 * are dropped: it sends them again. */
 	if (s->inner_on)
 		s->inner.ops->input(&s->inner, h, payload, plen, is_mcast);
@@ -224,9 +298,21 @@ static int64_t deadline(const struct ibmc__task *t)
 static void complete(struct ibmc__task *t, int rc)
 {
 	struct ars *s = t->priv;
+	struct ibmc__shm_hdr *h = s && s->shm ? s->shm->hdr : NULL;
 
-	if (rc && s && s->shm)
-		ibmc__shm_abandon(s->shm);
+	if (!s)
+		return;
+	ibmc__shm_call_end(&s->call);
+	/* The whole call in one task: it counts itself. */
+	if (s->in_segment)
+		ibmc__ar_count(t->comm, rc, IBMC__AR_SHM_MCAST);
+	if (!rc || !s->shm)
+		return;
+	/* Tell the node at once rather than by its timeout. */
+	if (s->leader && h && s->state > S_ATTACH)
+		atomic_store_explicit(&h->failed, (uint64_t)s->call.stamp << 32 |
+				      (uint32_t)-rc, memory_order_release);
+	ibmc__shm_abandon(s->shm);
 }
 
 static void fini(struct ibmc__task *t)

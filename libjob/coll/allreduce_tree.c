@@ -6,7 +6,7 @@
  * them in a fixed order (its own, then its children by increasing rank:
  * the tree's shape fixes the order, so the result's bits never depend on
  * timing), and sends the result to its parent. It runs among a group of
- * members only when asked (the node leaders of "shm_mcast").
+ * members when asked.
  */
 #include "config.h"
 
@@ -36,19 +36,13 @@ static int cmp_int(const void *x, const void *y)
 	return *(const int *)x - *(const int *)y;
 }
 
-/* Group index -> communicator rank. */
-static int member(const struct ibmc__ar_args *a, int i)
-{
-	return a->group ? a->group[i] : i;
-}
-
 static int start(struct ibmc__task *t)
 {
 	struct ibmc_comm *c = t->comm;
 	struct ibmc__ar_args *a = t->priv;
 	struct tred *r = calloc(1, sizeof(*r));
 	size_t len = t->args.len;
-	int i, rc, n;
+	int i, rc, n, gsize, grank;
 
 	if (!r) {
 		free(a);
@@ -57,9 +51,8 @@ static int start(struct ibmc__task *t)
 	}
 	r->a = a;
 	t->priv = r;
-	rc = ibmc__tree_build(&r->tree, IBMC__A_BINOMIAL, 1,
-			      a->group ? a->gsize : c->size, 0,
-			      a->group ? a->grank : c->rank);
+	ibmc__ar_place(a, c, &gsize, &grank);
+	rc = ibmc__tree_build(&r->tree, IBMC__A_BINOMIAL, 1, gsize, 0, grank);
 	if (rc)
 		return rc;
 	n = r->tree.nchildren;
@@ -76,7 +69,8 @@ static int start(struct ibmc__task *t)
 		r->in[i] = malloc(len ? len : 1);
 		if (!r->in[i])
 			return -ENOMEM;
-		rc = ibmc__xfer_post(&r->xs, i, 0, member(a, r->order[i]),
+		rc = ibmc__xfer_post(&r->xs, i, 0,
+				     ibmc__ar_member(a, r->order[i]),
 				     ibmc__ar_tag(a, 0), r->in[i], len);
 	}
 	return rc;
@@ -110,7 +104,7 @@ static int progress(struct ibmc__task *t, int64_t now)
 			r->reduced = 1;
 			if (r->tree.parent >= 0) {
 				rc = ibmc__xfer_post(&r->xs, n, 1,
-						     member(a,
+						     ibmc__ar_member(a,
 							    r->tree.parent),
 						     ibmc__ar_tag(a, 0),
 						     r->acc, t->args.len);

@@ -8,7 +8,8 @@
 # and bit for bit the same on every rank (floating point), several
 # communicators at once; the multicast algorithms really use the fabric's
 # multicast replication; node shared memory (shm_leader, auto's choice
-# when a node holds two ranks) on even, uneven and cyclic placements; then
+# when a node holds two ranks; mcast's one broadcast per node) on even,
+# uneven and cyclic placements; then
 # under 1%, 5% and 20% seeded loss with duplication and reordering.
 
 # shellcheck disable=SC1091
@@ -19,7 +20,7 @@
 COLL_CHECK=$top_builddir/tests/libjob/coll_check
 libjob_need
 need_file "$COLL_CHECK" "tests/libjob/coll_check"
-plan 75
+plan 85
 
 OUT=
 # run MSG NRANKS HOSTLIST [ibmcast-run options] -- [coll_check options]:
@@ -63,7 +64,8 @@ pow2() { [ $(($1 & ($1 - 1))) = 0 ]; }
 # report (the communicator may multicast): recursive doubling falls back to
 # the ring off powers of two; auto multicasts from 4 ranks on; auto's
 # allgather and allreduce use node shared memory as soon as a node holds
-# two ranks.
+# two ranks; below 4 ranks auto's allreduce picks recursive doubling or
+# rabenseifner by the vector's length (nothing to expect for all sizes).
 expected() {
 	local coll=$1 algo=$2 n=$3 per=${4:-1}
 	case $coll/$algo in
@@ -75,7 +77,6 @@ expected() {
 	allreduce/auto)
 		if [ "$per" -ge 2 ]; then echo shm_mcast
 		elif [ "$n" -ge 4 ]; then echo mcast
-		else echo recursive_doubling
 		fi ;;
 	*/auto)
 		if [ "$n" -ge 4 ]; then echo mcast
@@ -135,11 +136,12 @@ for p in "${PLACEMENTS[@]}"; do
 			--algo "$algo" --sizes "$sizes" "${copts[@]}" \
 			--expect "$(expected allgather "$algo" "$n" "$k")"
 	done
-	for algo in recursive_doubling mcast auto; do
+	for algo in recursive_doubling rabenseifner mcast auto; do
+		want=$(expected allreduce "$algo" "$n" "$k")
 		run "allreduce $algo: $where, 7 cases, $AR_SIZES elements" \
 			"$n" "$nodes" "${ropts[@]}" -- --coll allreduce \
 			--algo "$algo" --sizes "$AR_SIZES" \
-			--expect "$(expected allreduce "$algo" "$n" "$k")"
+			${want:+--expect "$want"}
 	done
 done
 
@@ -151,6 +153,9 @@ run "allgather shm_leader: 10 ranks cyclic over 4 nodes (3+3+2+2), 0 B..1 MiB" \
 run "allgather shm_leader: 16 ranks, 8 per node on 2 nodes, 0 B..64 KiB" \
 	16 'node[1-2]' -k 8 "${J[@]}" -- --coll allgather --algo shm_leader \
 	--sizes 0,1,4095,65537 --reps 1 --expect shm_leader
+run "allgather mcast, one broadcast per node: 10 ranks cyclic over 4 nodes (3+3+2+2), 0 B..1 MiB" \
+	10 'node[1-4]' -d cyclic "${J[@]}" -- --coll allgather \
+	--algo mcast --sizes 0,1,4095,65537,1M --reps 1 --expect mcast
 run "allreduce shm_mcast: 10 ranks cyclic over 4 nodes (3+3+2+2), 7 cases" \
 	10 'node[1-4]' -d cyclic "${J[@]}" -- --coll allreduce \
 	--algo shm_mcast --sizes 0,1,7,1000,20000 --reps 1 --expect shm_mcast
@@ -230,5 +235,9 @@ for loss in 0.01 0.05 0.20; do
 		8 'node[1-16]' -k 2 "${J[@]}" -- --coll allreduce \
 		--algo recursive_doubling --sizes 1,1000,9000 --reps 1 \
 		--case i64sum,dblsum --expect recursive_doubling
+	run "loss $loss: allreduce rabenseifner, 7 ranks, 2 per node" \
+		7 'node[1-16]' -k 2 "${J[@]}" -- --coll allreduce \
+		--algo rabenseifner --sizes 1,1000,9000 --reps 1 \
+		--case i64sum,dblsum --expect rabenseifner
 done
 dp_ctl clear > /dev/null

@@ -9,7 +9,10 @@
  * unlinked (seen in /proc/self/maps as deleted, gone from /dev/shm); a
  * local rank or a node leader that never comes makes the others fail with
  * ETIMEDOUT, leaving nothing in /dev/shm; mismatched block sizes on a
- * node give EMSGSIZE.
+ * node give EMSGSIZE. The "shm_mcast" allreduce on 1 to 8 nodes, its
+ * leaders' recursive doubling and reduce-scatter + gather, with loss.
+ * Non-blocking node allgathers in flight together, taking turns on the
+ * segment. The node-aware multicast allgather: one sender per node.
  */
 #include "config.h"
 
@@ -24,6 +27,7 @@
 #include <unistd.h>
 
 #include "libjob/context.h"
+#include "libjob/transport.h"
 #include "libjob/topo.h"
 #include "tests/libjob/lbjob.h"
 #include "tests/tap.h"
@@ -119,6 +123,10 @@ struct plan {
 	char used[MAXR][24];
 	char maps[8][128];		/* segments seen mapped */
 	int nmaps, ndeleted;
+	uint64_t sent[MAXR];		/* payload bytes each rank sent in
+					 * the call of the largest block, */
+	uint64_t resent[MAXR];		/* ... of which at most this many
+					 * again (repairs, retransmissions) */
 };
 
 static unsigned char byte_of(int rank, size_t i, size_t salt)
@@ -148,6 +156,7 @@ static void scan_maps(struct plan *p)
 static int ag(ibmc_context_t *ctx, int rank, void *arg)
 {
 	struct plan *p = arg;
+	ibmc_comm_stats_t st0, st1;
 	ibmc_comm_t *c;
 	int n = ibmc_context_size(ctx), i, r, rc;
 
@@ -164,7 +173,16 @@ static int ag(ibmc_context_t *ctx, int rank, void *arg)
 		for (k = 0; k < bl; k++)
 			mine[k] = byte_of(rank, k, (size_t)i);
 		memset(all, 0xee, bl * n);
+		ibmc_comm_get_stats(c, &st0);
 		rc = ibmc_allgather(c, mine, all, bl);
+		ibmc_comm_get_stats(c, &st1);
+		if (i == p->nsizes - 1) {
+			p->sent[rank] = st1.bytes_sent - st0.bytes_sent;
+			/* a fragment is at most the MTU (2048) */
+			p->resent[rank] = 2048 * (st1.repairs - st0.repairs +
+						  st1.retransmits -
+						  st0.retransmits);
+		}
 		for (r = 0; !rc && r < n; r++)
 			for (k = 0; k < bl && !bad; k++)
 				if (all[(size_t)r * bl + k] !=
@@ -213,6 +231,54 @@ static int shm_exists(const char *path)
 	return access(path, F_OK) == 0;
 }
 
+static int max_per_node(const int *node, int n)
+{
+	int r, q, cnt, most = 0;
+
+	for (r = 0; r < n; r++) {
+		for (q = cnt = 0; q < n; q++)
+			cnt += node[q] == node[r];
+		most = cnt > most ? cnt : most;
+	}
+	return most;
+}
+
+/* The node leader of rank r: its node's lowest rank. */
+static int leader_of(const int *node, int r)
+{
+	int q = 0;
+
+	while (node[q] != node[r])
+		q++;
+	return q;
+}
+
+/* The multicast allgather (IBMCAST_BCAST_SYNC=1: a broadcast's root
+ * returns once every member holds its data, so all it sent is counted):
+ * each node leader sends its whole node's blocks; every other rank sends
+ * no block of its own, only what it repairs or retransmits for others
+ * (the same count shows each rank's own block with one rank per node). */
+static void mcast_senders(const struct plan *p, const int *node, int n)
+{
+	size_t bl = p->sizes[p->nsizes - 1];
+	int r, q, cnt, lead = 0, quiet = 0, nlead = 0;
+
+	for (r = 0; r < n; r++) {
+		if (leader_of(node, r) == r) {
+			for (q = cnt = 0; q < n; q++)
+				cnt += node[q] == node[r];
+			nlead++;
+			lead += p->sent[r] >= (uint64_t)cnt * bl;
+		} else {
+			quiet += p->sent[r] <= p->resent[r];
+		}
+	}
+	tap_ok(lead == nlead && quiet == n - nlead,
+	       "  ... %zu-byte blocks: %d of %d node leaders sent their node's blocks (rank 0: %llu bytes), %d of %d other ranks sent nothing but repairs",
+	       bl, lead, nlead, (unsigned long long)p->sent[0], quiet,
+	       n - nlead);
+}
+
 static void ag_case(const char *what, const int *node, int n,
 		    const char *algo, const char *want, int big)
 {
@@ -233,10 +299,13 @@ static void ag_case(const char *what, const int *node, int n,
 	       "allgather %s, %s: %d/%d ok, 0 B..%s, used %s (want %s), %.2fs",
 	       algo, what, (int)p.ok, n * p.nsizes, big ? "1 MiB" : "64 KiB",
 	       p.used[0], want, lbjob_now() - t0);
-	if (!strcmp(want, "shm_leader"))
+	if (!strcmp(want, "shm_leader") ||
+	    (!strcmp(want, "mcast") && max_per_node(node, n) >= 2))
 		tap_ok(p.nmaps > 0 && p.ndeleted == p.nmaps && !left,
 		       "  ... %d segments were mapped, %d of them already unlinked while mapped, %d left in /dev/shm",
 		       p.nmaps, p.ndeleted, left);
+	if (!strcmp(want, "mcast"))
+		mcast_senders(&p, node, n);
 }
 
 /* --- a rank that never comes ------------------------------------------- */
@@ -264,17 +333,29 @@ static int job_segments(ibmc_context_t *ctx)
 	return n;
 }
 
+struct absence {
+	int victim;
+	int iallreduce;		/* else a blocking allgather */
+};
+
 static int absent(ibmc_context_t *ctx, int rank, void *arg)
 {
-	int victim = *(int *)arg, i;
+	const struct absence *ab = arg;
+	int victim = ab->victim, i;
 	unsigned char mine[64], all[64 * MAXR];
+	ibmc_request_t *q;
 	ibmc_comm_t *c;
 
 	if (ibmc_comm_create(ctx, NULL, 0, &c) ||
-	    ibmc_comm_set_algo(c, "allgather", "shm_leader"))
+	    ibmc_comm_set_algo(c, "allgather", "shm_leader") ||
+	    ibmc_comm_set_algo(c, "allreduce", "shm_mcast"))
 		return 1;
 	memset(mine, rank, sizeof(mine));
-	if (rank != victim) {
+	if (rank != victim && ab->iallreduce) {
+		gone_rc[rank] = ibmc_iallreduce(c, mine, all, sizeof(mine),
+						IBMC_UINT8, IBMC_BXOR, &q) ?:
+				ibmc_wait(&q);
+	} else if (rank != victim) {
 		gone_rc[rank] = ibmc_allgather(c, mine, all, sizeof(mine));
 	} else {
 		/* Watch (bounded) for the node's segment while the others
@@ -291,16 +372,17 @@ static int absent(ibmc_context_t *ctx, int rank, void *arg)
 	return 0;
 }
 
-static void absent_case(int victim, const char *who)
+static void absent_case(int victim, int iallreduce, const char *who)
 {
 	static const int node[] = { 0, 0, 1, 1, 1 };
+	struct absence ab = { victim, iallreduce };
 	double t0 = lbjob_now();
 	int r, timedout = 0, other = 0;
 
 	lbjob_env(2, 2048);
 	set_nodes(node, 5);
 	seen_seg = left_seg = 0;
-	lbjob_run(5, absent, &victim);
+	lbjob_run(5, absent, &ab);
 	for (r = 0; r < 5; r++) {
 		if (r == victim)
 			continue;
@@ -311,7 +393,8 @@ static void absent_case(int victim, const char *who)
 		gone_rc[r] = 0;
 	}
 	tap_ok(timedout == 4 && !other,
-	       "%s never comes: the 4 others fail with ETIMEDOUT (%d, %d other), all back in %.1fs (timeout 1.5s)",
+	       "%s: %s never comes: the 4 others fail with ETIMEDOUT (%d, %d other), all back in %.1fs (timeout 1.5s)",
+	       iallreduce ? "iallreduce shm_mcast" : "allgather shm_leader",
 	       who, timedout, other, lbjob_now() - t0);
 	tap_ok(victim == 2 ? !seen_seg && !left_seg : seen_seg && !left_seg,
 	       "  ... its node's segment %s, and nothing is left in /dev/shm (%d)",
@@ -320,6 +403,102 @@ static void absent_case(int victim, const char *who)
 }
 
 static atomic_int mm_size, mm_zero, mm_other;
+
+/* --- non-blocking allgathers in flight together ------------------------ */
+
+struct nbplan {
+	atomic_int ok, bad;
+	char used[MAXR][24], used_ar[MAXR][24];
+};
+
+#define BIG 20000
+
+/* Three iallgathers (the second needs a larger segment than the first
+ * made), two iallreduces (16 and 20000 elements: the leaders' recursive
+ * doubling, and reduce-scatter + allgather; the result through the node
+ * segments) and an ibarrier in flight at once, waited for in reverse
+ * order; every block and element checked. */
+static int nb(ibmc_context_t *ctx, int rank, void *arg)
+{
+	static const size_t sizes[] = { 100, 70001, 5 };
+	struct nbplan *p = arg;
+	int n = ibmc_context_size(ctx), i, r, rc = 0, bad = 0;
+	unsigned char *mine[3], *all[3];
+	int64_t v[16], sum[16], *big = malloc(BIG * sizeof(int64_t));
+	ibmc_request_t *q[6];
+	ibmc_comm_t *c;
+	size_t k;
+
+	if (ibmc_comm_create(ctx, NULL, 0, &c) ||
+	    ibmc_comm_set_algo(c, "allgather", "shm_leader"))
+		return 1;
+	if (!big)
+		return 1;
+	for (i = 0; i < 16; i++)
+		v[i] = rank * 16 + i;
+	for (i = 0; i < BIG; i++)
+		big[i] = (int64_t)rank * BIG + i;
+	for (i = 0; i < 3; i++) {
+		mine[i] = malloc(sizes[i]);
+		all[i] = malloc(sizes[i] * (size_t)n);
+		if (!mine[i] || !all[i])
+			return 1;
+		for (k = 0; k < sizes[i]; k++)
+			mine[i][k] = byte_of(rank, k, (size_t)i);
+		rc = rc ?: ibmc_iallgather(c, mine[i], all[i], sizes[i], &q[i]);
+		if (i == 1)
+			rc = rc ?: ibmc_iallreduce(c, v, sum, 16, IBMC_INT64,
+						   IBMC_SUM, &q[3]);
+	}
+	rc = rc ?: ibmc_ibarrier(c, &q[4]);
+	rc = rc ?: ibmc_iallreduce(c, IBMC_IN_PLACE, big, BIG, IBMC_INT64,
+				   IBMC_SUM, &q[5]);
+	for (i = 5; !rc && i >= 0; i--)
+		rc = ibmc_wait(&q[i]);
+	for (i = 0; !rc && i < 3; i++)
+		for (r = 0; r < n; r++)
+			for (k = 0; k < sizes[i]; k++)
+				bad |= all[i][(size_t)r * sizes[i] + k] !=
+				       byte_of(r, k, (size_t)i);
+	for (i = 0; !rc && i < 16; i++)
+		bad |= sum[i] != (int64_t)16 * n * (n - 1) / 2 +
+			       (int64_t)n * i;
+	for (i = 0; !rc && i < BIG; i++)
+		bad |= big[i] != (int64_t)BIG * n * (n - 1) / 2 +
+			       (int64_t)n * i;
+	if (rc || bad)
+		fprintf(stderr, "# iallgather rank %d: %s\n", rank,
+			rc ? strerror(-rc) : "wrong bytes");
+	atomic_fetch_add(rc || bad ? &p->bad : &p->ok, 1);
+	snprintf(p->used[rank], sizeof(p->used[rank]), "%s",
+		 ibmc_comm_last_algo(c, "allgather"));
+	snprintf(p->used_ar[rank], sizeof(p->used_ar[rank]), "%s",
+		 ibmc_comm_last_algo(c, "allreduce"));
+	free(big);
+	for (i = 0; i < 3; i++) {
+		free(mine[i]);
+		free(all[i]);
+	}
+	return ibmc_comm_free(c);
+}
+
+static void nb_case(const char *what, const int *node, int n)
+{
+	struct nbplan p = { 0 };
+	double t0 = lbjob_now();
+	int fails, r, same = 1;
+
+	lbjob_env(2, 2048);
+	set_nodes(node, n);
+	fails = lbjob_run(n, nb, &p);
+	for (r = 0; r < n; r++)
+		same &= !strcmp(p.used[r], "shm_leader") &&
+			!strcmp(p.used_ar[r], "shm_mcast");
+	tap_ok(!fails && !p.bad && p.ok == n && same,
+	       "3 iallgathers (100 B, 70001 B, 5 B) + 2 iallreduces (16, 20000 int64) + ibarrier in flight, %s: %d/%d ok, used %s and %s, %.2fs",
+	       what, (int)p.ok, n, p.used[0], p.used_ar[0],
+	       lbjob_now() - t0);
+}
 
 /* --- allreduce: node reduce, leaders' tree, result multicast ---------- */
 
@@ -380,13 +559,18 @@ static int ar(ibmc_context_t *ctx, int rank, void *arg)
 }
 
 static void ar_case(const char *what, const int *node, int n,
-		    const char *algo, const char *want)
+		    const char *algo, const char *want, uint32_t loss)
 {
+	struct ibmc_loopback_faults f = {
+		.loss_ppm = loss, .dup_ppm = loss ? 20000 : 0,
+		.reorder_ppm = loss ? 50000 : 0, .seed = 31 + loss + (uint64_t)n,
+	};
 	struct red p = { .algo = algo };
 	double t0 = lbjob_now();
 	int fails, r, same = 1, bits = 1;
 
 	lbjob_env(2, 2048);
+	ibmc__loopback_set_faults(lbjob_hub(), &f);
 	set_nodes(node, n);
 	fails = lbjob_run(n, ar, &p);
 	for (r = 0; r < n; r++) {
@@ -394,9 +578,9 @@ static void ar_case(const char *what, const int *node, int n,
 		bits &= !memcmp(&p.dres[r], &p.dres[0], sizeof(double));
 	}
 	tap_ok(!fails && !p.bad && p.ok == n * 5 && same && bits,
-	       "allreduce %s, %s: %d/%d ok (int64 SUM exact, double SUM bit-identical on all ranks: %s), 0..100000 elements, used %s (want %s), %.2fs",
-	       algo, what, (int)p.ok, n * 5, bits ? "yes" : "no", p.used[0],
-	       want, lbjob_now() - t0);
+	       "allreduce %s, %s, %.0f%% loss: %d/%d ok (int64 SUM exact, double SUM bit-identical on all ranks: %s), 0..100000 elements, used %s (want %s), %.2fs",
+	       algo, what, loss / 1e4, (int)p.ok, n * 5, bits ? "yes" : "no",
+	       p.used[0], want, lbjob_now() - t0);
 }
 
 static atomic_int ar_size, ar_zero;
@@ -453,6 +637,7 @@ int main(void)
 	static const int five[] = { 0, 0, 0, 0, 0 };
 	static const int nodes5[] = { 0, 1, 2, 3, 4, 0, 1, 2, 3 };
 	static const int mm[] = { 0, 0, 1, 1 };
+	static const int cyclic12[] = { 0, 1, 2, 3, 4, 5, 6, 7, 0, 1, 2, 3 };
 
 	setenv("IBMCAST_BCAST_TIMEOUT_MS", "20000", 1);
 	topo_tests();
@@ -474,19 +659,47 @@ int main(void)
 		"shm_leader", 0);
 	ag_case("4 nodes, 1 per node", one_per, 4, "auto",
 		"recursive_doubling", 0);
+	nb_case("3 nodes, 2 per node (block)", two_block, 6);
+	nb_case("12 ranks, 8+1+3 interleaved", uneven, 12);
 
+	/* One multicast per node leader carrying its node's blocks. */
+	setenv("IBMCAST_BCAST_SYNC", "1", 1);
+	ag_case("4 nodes, 1 per node", one_per, 4, "mcast", "mcast", 1);
+	ag_case("3 nodes, 2 per node (block)", two_block, 6, "mcast", "mcast",
+		1);
+	ag_case("7 ranks on 4 nodes 2+1+1+3, first rank not on node 0",
+		uneven4, 7, "mcast", "mcast", 1);
+	ag_case("12 ranks, 8+1+3 interleaved", uneven, 12, "mcast", "mcast",
+		0);
+	ag_case("2 nodes, 8 per node", eight2, 16, "mcast", "mcast", 0);
+	ag_case("one node of 5", five, 5, "mcast", "mcast", 0);
+	unsetenv("IBMCAST_BCAST_SYNC");
+
+	/* The leaders reduce by recursive doubling up to 2 KiB (0, 1, 7
+	 * elements), by reduce-scatter + gather above (1000, 100000): 1 to 8
+	 * leaders, 2^k or not (folded). */
 	ar_case("3 nodes, 2 per node (block)", two_block, 6, "shm_mcast",
-		"shm_mcast");
+		"shm_mcast", 0);
 	ar_case("12 ranks, 8+1+3 interleaved", uneven, 12, "shm_mcast",
-		"shm_mcast");
+		"shm_mcast", 0);
 	ar_case("7 ranks on 4 nodes 2+1+1+3", uneven4, 7, "auto",
-		"shm_mcast");
-	ar_case("one node of 5", five, 5, "shm_mcast", "shm_mcast");
-	ar_case("4 nodes, 1 per node", one_per, 4, "auto", "mcast");
+		"shm_mcast", 0);
+	ar_case("one node of 5", five, 5, "shm_mcast", "shm_mcast", 0);
+	ar_case("9 ranks on 5 nodes (2,2,2,2,1)", nodes5, 9, "shm_mcast",
+		"shm_mcast", 0);
+	ar_case("12 ranks on 8 nodes cyclic", cyclic12, 12, "shm_mcast",
+		"shm_mcast", 0);
+	ar_case("4 nodes, 1 per node", one_per, 4, "auto", "mcast", 0);
+	ar_case("9 ranks on 5 nodes (2,2,2,2,1)", nodes5, 9, "shm_mcast",
+		"shm_mcast", 50000);
+	ar_case("7 ranks on 4 nodes 2+1+1+3", uneven4, 7, "shm_mcast",
+		"shm_mcast", 200000);
 
 	setenv("IBMCAST_BCAST_TIMEOUT_MS", "1500", 1);
-	absent_case(4, "a local rank (rank 4, node 1)");
-	absent_case(2, "a node leader (rank 2, node 1)");
+	absent_case(4, 0, "a local rank (rank 4, node 1)");
+	absent_case(2, 0, "a node leader (rank 2, node 1)");
+	absent_case(4, 1, "a local rank (rank 4, node 1)");
+	absent_case(2, 1, "a node leader (rank 2, node 1)");
 
 	lbjob_env(2, 2048);
 	set_nodes(mm, 4);
