@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "ibmcast/ibmcast.h"
+#include "ibmcast/sim.h"
 #include "tests/libjob/check_util.h"
 
 /* The bootstrap takes at most 1 MiB from one rank: two int64 per barrier. */
@@ -51,6 +52,9 @@ struct report {
 	uint64_t packets;
 	uint64_t pulls;
 	uint64_t timeouts;
+	/* Modeled ns this rank spent in the timed barriers, back to back
+	 * (ibmc_sim_return_ns(3)); 0 off the simulated fabric. */
+	uint64_t model_ns;
 };
 
 ibmc_bootstrap_t bs;
@@ -77,8 +81,10 @@ static void usage(FILE *f)
 		"it and that every rank used the same algorithm. --timing prints\n"
 		"the latency of a barrier (last entry to last exit; median, min and\n"
 		"90th percentile over the barriers after the first --warmup,\n"
-		"default 1), rank 0's time per barrier back to back (loop_us), and\n"
-		"the algorithm's rounds and messages on the critical path.\n"
+		"default 1), rank 0's time per barrier back to back (loop_us),\n"
+		"on the simulated fabric the slowest rank's modeled time per\n"
+		"barrier back to back (model_us; --skew-us delays are outside it),\n"
+		"and the algorithm's rounds and messages on the critical path.\n"
 		"--break-at I tests the check itself: the last rank claims to\n"
 		"leave barrier I before the others enter it. --idle-ms sleeps\n"
 		"outside the library after the last barrier, before finalizing.\n"
@@ -328,6 +334,8 @@ int main(int argc, char **argv)
 	char ebuf[NAME_LEN], mbuf[160];
 	const char *want, *why = NULL;
 	int rc, i, p, done, bad = 0, viol = 0, mism = 0, fails = 0;
+	uint64_t model0 = 0, model1 = 0;
+	bool model_ok;
 
 	memset(&o, 0, sizeof(o));
 	parse_args(argc, argv, &o);
@@ -355,7 +363,12 @@ int main(int argc, char **argv)
 		die("bootstrap barrier failed");
 	seed = (unsigned)bs.rank * 2654435761u + 17;
 	memset(&me, 0, sizeof(me));
+	/* The modeled clock where the timed barriers start: before the
+	 * first, or at the return of the last warm-up one. */
+	model_ok = o.timing && !ibmc_sim_clock_ns(ctx, &model0);
 	for (done = 0; done < o.iters; done++) {
+		if (model_ok && done && done == o.warmup)
+			model_ok = !ibmc_sim_return_ns(ctx, &model0);
 		if (o.skew_us && rand_r(&seed) % 4 == 0)
 			usleep((useconds_t)(rand_r(&seed) % o.skew_us));
 		if (done == o.break_at && bs.size > 1)
@@ -370,6 +383,8 @@ int main(int argc, char **argv)
 		}
 	}
 	me.done = done;
+	if (model_ok && done == o.iters && !ibmc_sim_return_ns(ctx, &model1))
+		me.model_ns = model1 - model0;
 	snprintf(me.algo, sizeof(me.algo), "%s",
 		 ibmc_comm_last_algo(comm, "barrier"));
 	if (!ibmc_comm_get_stats(comm, &st)) {
@@ -405,7 +420,8 @@ int main(int argc, char **argv)
 		die("gathering the records: %s", ibmc_strerror(rc));
 
 	if (bs.rank == 0) {
-		uint64_t packets = 0, pulls = 0, timeouts = 0;
+		uint64_t packets = 0, pulls = 0, timeouts = 0, model_max = 0;
+		bool modeled = true;
 		int mindone = o.iters;
 
 		want = expected_algo(o.algo, p, ebuf, sizeof(ebuf));
@@ -438,6 +454,10 @@ int main(int argc, char **argv)
 						want ? ", expected " : "",
 						want ? want : "");
 			}
+			if (!all[i].model_ns)
+				modeled = false;
+			else if (all[i].model_ns > model_max)
+				model_max = all[i].model_ns;
 			packets += all[i].packets;
 			pulls += all[i].pulls;
 			timeouts += all[i].timeouts;
@@ -466,12 +486,17 @@ int main(int argc, char **argv)
 
 			qsort(s, (size_t)n, sizeof(*s), cmp_i64);
 			printf("time ranks=%d used=%s iters=%d median_us=%.1f "
-			       "min_us=%.1f p90_us=%.1f loop_us=%.1f %s\n", p,
+			       "min_us=%.1f p90_us=%.1f loop_us=%.1f", p,
 			       all[0].algo, n,
 			       (n % 2 ? (double)s[n / 2] :
 				(double)(s[n / 2 - 1] + s[n / 2]) / 2) / 1e3,
 			       (double)s[0] / 1e3, (double)s[n * 9 / 10] / 1e3,
-			       loop / 1e3, mbuf);
+			       loop / 1e3);
+			/* the slowest rank's modeled time per barrier */
+			if (modeled && mindone == o.iters)
+				printf(" model_us=%.3f",
+				       (double)model_max / n / 1e3);
+			printf(" %s\n", mbuf);
 		}
 		fflush(stdout);
 	}
