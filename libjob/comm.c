@@ -25,7 +25,8 @@
  * that very member list this context created before. Every member of the
  * set saw the same creations, whatever other communicators exist.
  */
-static int comm_identity(struct ibmc_context *ctx, struct ibmc_comm *c)
+static int comm_identity(struct ibmc_context *ctx, struct ibmc_comm *c,
+			 uint32_t agreed)
 {
 	uint32_t h = ibmc__fnv1a32(IBMC__FNV32_INIT, &c->size, sizeof(c->size));
 	uint32_t count;
@@ -35,6 +36,12 @@ static int comm_identity(struct ibmc_context *ctx, struct ibmc_comm *c)
 	for (i = 0; i < c->size; i++)
 		h = ibmc__fnv1a32(h, &c->members[i], sizeof(c->members[i]));
 	c->version = h ? h : 1;
+	/* The caller agreed on an id among the members: creation order,
+	 * and the count below, do not matter. */
+	if (agreed) {
+		c->id = agreed;
+		return 0;
+	}
 	for (i = 0; i < ctx->nids; i++)
 		if (ctx->ids[i].hash == h)
 			break;
@@ -52,9 +59,11 @@ static int comm_identity(struct ibmc_context *ctx, struct ibmc_comm *c)
 	return 0;
 }
 
-/* The next free pool group, attached; on any failure the communicator
- * stays point-to-point with the reason. */
-static void take_group(struct ibmc_context *ctx, struct ibmc_comm *c)
+/* The next free pool group, or the one the members agreed on (group, as
+ * in ibmc_comm_attr_t), attached; on any failure the communicator stays
+ * point-to-point with the reason. */
+static void take_group(struct ibmc_context *ctx, struct ibmc_comm *c,
+		       int group)
 {
 	int g, rc;
 
@@ -70,6 +79,21 @@ static void take_group(struct ibmc_context *ctx, struct ibmc_comm *c)
 		c->mcast_why = ctx->mcast_why;
 		return;
 	}
+	if (group == IBMC_GROUP_NONE) {
+		c->mcast_err = -ENOSPC;
+		c->mcast_why = "no pool group is free on every member";
+		return;
+	}
+	if (group > 0) {
+		/* (in range: checked at creation) */
+		g = group - 1;
+		if (ctx->pool_used[g]) {
+			c->mcast_err = -EBUSY;
+			c->mcast_why = "the pool group the members agreed on is taken on this rank";
+			return;
+		}
+		goto attach;
+	}
 	for (g = 0; g < ctx->env.ngroups; g++)
 		if (!ctx->pool_used[g])
 			break;
@@ -78,6 +102,7 @@ static void take_group(struct ibmc_context *ctx, struct ibmc_comm *c)
 		c->mcast_why = "pool exhausted: every group of the job is taken by another communicator";
 		return;
 	}
+attach:
 	rc = ctx->ops->mcast_attach(ctx->tr, &ctx->env.groups[g]);
 	if (rc < 0) {
 		c->mcast_err = rc;
@@ -96,7 +121,8 @@ static void take_group(struct ibmc_context *ctx, struct ibmc_comm *c)
 }
 
 int ibmc__comm_create_mode(struct ibmc_context *ctx, const int *ranks, int n,
-			   int mode, struct ibmc_comm **out)
+			   int mode, uint32_t id, int group,
+			   struct ibmc_comm **out)
 {
 	struct ibmc_comm *c;
 	int i, j, rc;
@@ -106,7 +132,8 @@ int ibmc__comm_create_mode(struct ibmc_context *ctx, const int *ranks, int n,
 	*out = NULL;
 	if (!ranks)
 		n = ctx->size;
-	if (n < 1 || n > ctx->size)
+	if (n < 1 || n > ctx->size || group < IBMC_GROUP_NONE ||
+	    group > ctx->env.ngroups)
 		return -EINVAL;
 	c = calloc(1, sizeof(*c));
 	if (!c)
@@ -143,7 +170,7 @@ int ibmc__comm_create_mode(struct ibmc_context *ctx, const int *ranks, int n,
 		c->last_algo[i] = -1;
 	}
 	pthread_mutex_lock(&ctx->lock);
-	rc = comm_identity(ctx, c);
+	rc = comm_identity(ctx, c, id);
 	if (rc) {
 		pthread_mutex_unlock(&ctx->lock);
 		free(c->members);
@@ -151,7 +178,7 @@ int ibmc__comm_create_mode(struct ibmc_context *ctx, const int *ranks, int n,
 		return rc;
 	}
 	if (mode == IBMC__MODE_SM || mode == IBMC__MODE_P2P)
-		take_group(ctx, c);
+		take_group(ctx, c, group);
 	c->next = ctx->comms;
 	ctx->comms = c;
 	ibmc__replay_ctx(ctx, c);
@@ -187,7 +214,8 @@ int ibmc_comm_create(ibmc_context_t *ctx, const int *ranks, int n,
 {
 	if (!ctx)
 		return -EINVAL;
-	return ibmc__comm_create_mode(ctx, ranks, n, ctx->env.comm_mode, out);
+	return ibmc__comm_create_mode(ctx, ranks, n, ctx->env.comm_mode, 0,
+				      IBMC_GROUP_NEXT, out);
 }
 
 int ibmc_comm_create_attr(ibmc_context_t *ctx, const int *ranks, int n,
@@ -204,7 +232,25 @@ int ibmc_comm_create_attr(ibmc_context_t *ctx, const int *ranks, int n,
 			*out = NULL;
 		return -EINVAL;
 	}
-	return ibmc__comm_create_mode(ctx, ranks, n, mode, out);
+	return ibmc__comm_create_mode(ctx, ranks, n, mode, attr ? attr->id : 0,
+				      attr ? attr->group : IBMC_GROUP_NEXT,
+				      out);
+}
+
+int ibmc_pool_free(ibmc_context_t *ctx, uint64_t *mask)
+{
+	int g;
+
+	if (!ctx || !mask)
+		return -EINVAL;
+	*mask = 0;
+	pthread_mutex_lock(&ctx->lock);
+	if (!ctx->mcast_err)
+		for (g = 0; g < ctx->env.ngroups && g < 64; g++)
+			if (!ctx->pool_used[g])
+				*mask |= UINT64_C(1) << g;
+	pthread_mutex_unlock(&ctx->lock);
+	return 0;
 }
 
 /* Called with the lock held, also from ibmc_finalize. */

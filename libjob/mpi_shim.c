@@ -89,6 +89,7 @@ static struct {
 	ibmc_context_t *ctx;
 	ibmc_comm_t **live;	/* mapped communicators not yet freed */
 	int nlive, maxlive;
+	uint32_t drawn;		/* communicator ids drawn as their rank 0 */
 	struct tally t;
 } S = { .keyval = MPI_KEYVAL_INVALID, .boot = MPI_COMM_NULL,
 	.world = MPI_GROUP_NULL };
@@ -212,15 +213,32 @@ static int all_agree(MPI_Comm comm, int mine)
 }
 
 /*
+ * The members agree on the new communicator's id and pool group
+ * (libjob/mpi_map.h) and on whether all can map it (mine); 0 when not.
+ */
+static int agree(MPI_Comm comm, int mine, ibmc_comm_attr_t *attr)
+{
+	uint64_t v[IBMC__AGREE_LEN], all[IBMC__AGREE_LEN];
+	int me = 0;
+
+	PMPI_Comm_rank(comm, &me);
+	ibmc__mpi_agree_mine(S.ctx, mine, me, S.rank, &S.drawn, v);
+	if (PMPI_Allreduce(v, all, IBMC__AGREE_LEN, MPI_UINT64_T, MPI_BAND,
+			   comm) != MPI_SUCCESS)
+		return 0;
+	return ibmc__mpi_agree_attr(all, 1, attr);
+}
+
+/*
  * Gives an intracommunicator its ibmc communicator. Collective over comm
- * (every member calls it from the same MPI call, in MPI's order of
- * communicator creation), so every member creates the same ibmc
- * communicator in the same order; an allreduce makes sure all members
+ * (every member calls it from the same MPI call): the members agree on its
+ * id and pool group first, then an allreduce makes sure all members
  * succeeded before any uses it, otherwise none does.
  */
 static void map_comm(MPI_Comm comm)
 {
 	ibmc_comm_t *ic = NULL;
+	ibmc_comm_attr_t attr;
 	MPI_Group g = MPI_GROUP_NULL;
 	int inter = 0, n = 0, i, ok = 0, *mine = NULL, *world = NULL;
 	const char *why = NULL;
@@ -253,18 +271,22 @@ static void map_comm(MPI_Comm comm)
 			for (i = 0; i < n; i++)
 				if (world[i] == MPI_UNDEFINED)
 					break;
-			ok = i == n &&
-			     ibmc_comm_create(S.ctx, world, n, &ic) == 0;
-			if (ok && !live_add(ic)) {
-				ibmc_comm_free(ic);
-				ic = NULL;
-				ok = 0;
-			}
+			ok = i == n;
 		}
 	}
 	if (g != MPI_GROUP_NULL)
 		PMPI_Group_free(&g);
 	free(mine);
+	mine = NULL;
+	ok = agree(comm, ok, &attr);
+	if (ok) {
+		ok = ibmc_comm_create_attr(S.ctx, world, n, &attr, &ic) == 0;
+		if (ok && !live_add(ic)) {
+			ibmc_comm_free(ic);
+			ic = NULL;
+			ok = 0;
+		}
+	}
 	free(world);
 	if (!all_agree(comm, ok) ||
 	    PMPI_Comm_set_attr(comm, S.keyval, ic) != MPI_SUCCESS) {
