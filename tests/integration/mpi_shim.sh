@@ -60,13 +60,16 @@ PPROG=$top_builddir/tests/mpi/progress_mpi
 need_file "$PPROG" "tests/mpi/progress_mpi"
 CTPROG=$top_builddir/tests/mpi/threads_coll_mpi
 need_file "$CTPROG" "tests/mpi/threads_coll_mpi"
+KPROG=$top_builddir/tests/mpi/comm_kinds_mpi
+need_file "$KPROG" "tests/mpi/comm_kinds_mpi"
+KITERS=200	# rounds of comm_kinds_mpi: 5 or 6 communicators each
 # Open MPI's build of the shim, when configure made one (the reverse of
 # ompi_coll.sh's mismatch case).
 OSHIM=$top_builddir/libjob/.libs/libibmcast_ompi.so
 need_file "$OSHIM" "libjob/libibmcast_ompi.so (configure --with-openmpi-shim)"
 need_file "$IBMCASTCTL" "tools/ibmcastctl"
 
-plan 63
+plan 66
 
 # Under the sanitizer build: MPICH (UCX) leaks from modules it unloads
 # before exit, which LeakSanitizer cannot name to suppress (a plain
@@ -497,3 +500,28 @@ ok "$(for c in MPI_Bcast MPI_Barrier MPI_Allreduce MPI_Allgather; do
 	"  the duplicates stayed MPICH's: every call passed to MPI" ||
 	diag "$(grep '^ibmcast_mpi: rank 0' "$tmp/threads_coll.out")"
 
+
+# --- communicators of every kind, a thousand of them ------------------------
+# comm_kinds_mpi: each round a split only ranks 0 and 1 are in, then a dup
+# of MPI_COMM_WORLD (its members hold different pool groups: before they
+# agreed on one, each took its own next free group and every multicast
+# needed unicast repair), MPI_Comm_dup_with_info, MPI_Comm_idup,
+# MPI_Comm_create_group and MPI_Comm_split_type; all four collectives on
+# each, checked, then freed.
+dp_ctl reset > /dev/null
+rc=0
+RUN_PROG=$KPROG RUN_ARGS=$KITERS mpirun "$tmp/kinds.out" LD_PRELOAD="$SHIM" \
+	IBMCAST_MPI_VERBOSE=1 || rc=$?
+kline=$(grep -E '^comm_kinds_mpi: rank 0: [0-9]+ communicators, [0-9]+ calls verified, 0 errors$' "$tmp/kinds.out")
+is "$rc/$(grep -cE '^comm_kinds_mpi: rank [0-9]+: [0-9]+ communicators, [0-9]+ calls verified, 0 errors$' "$tmp/kinds.out")" \
+	"0/$NRANKS" "comm_kinds_mpi ($KITERS rounds): every rank verified every call on every communicator" ||
+	diag "$(grep -v ' ok$' "$tmp/kinds.out" | tail -n 20)"
+kmade=$(sed -n 's/^comm_kinds_mpi: rank 0: \([0-9]*\) communicators.*/\1/p' <<< "$kline")
+ksum=$(grep '^ibmcast_mpi: rank 0: .* MPI_Bcast over ' "$tmp/kinds.out")
+diag "$ksum"
+ok "$(grep -q "), $KITERS passed to MPI; $((${kmade:-0} - KITERS + 1)) communicators (" <<< "$ksum"; echo $?)" \
+	"comm_kinds_mpi: rank 0 mapped world and all ${kmade:-no} communicators it was in but the $KITERS from MPI_Comm_idup, whose broadcasts stayed MPI's"
+kmc=$(sed -n 's/.* mcast_bcasts=\([0-9]*\) .*/\1/p' <<< "$ksum")
+krt=$(sed -n 's/.* retransmits=\([0-9]*\) .*/\1/p' <<< "$ksum")
+ok "$([ "${kmc:-0}" -gt "$KITERS" ] && [ $((${krt:-0} * 4)) -lt "$kmc" ]; echo $?)" \
+	"comm_kinds_mpi: members agreed on the pool group: ${kmc:-no} multicast broadcasts needed ${krt:-?} retransmissions (without loss; one per broadcast when members took different groups)"
