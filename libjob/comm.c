@@ -113,6 +113,10 @@ attach:
 		return;
 	}
 	ctx->pool_used[g] = 1;
+	/* (members must take the same group: tests compare these lines) */
+	ibmc_log(IBMC_LOG_DEBUG,
+		 "libibmcast: rank %d: communicator %08x (%d members): pool group %d",
+		 ctx->rank, c->id, c->size, g);
 	c->group = g;
 	c->ghandle = rc;
 	c->gmtu = ctx->env.groups[g].mtu;
