@@ -297,19 +297,22 @@ ok "$([ "$rc" = 0 ] && sverified "$tmp/semantics-off.out"; echo $?)" \
 # --- MPI_THREAD_MULTIPLE ---------------------------------------------------
 # threads_mpi: threads create communicators of all ranks at once (their
 # order differs from rank to rank) and run barriers and allreduces on
-# them. Only MPI_COMM_WORLD is mapped: those hung when mapped.
+# them. When libibmcast named communicators by creation order these hung
+# and stayed MPI's; now the members agree on the id and the pool group
+# (a group offered to one thread's communicator is held from the others).
 rc=0
 RUN_PROG=$TPROG mpirun "$tmp/threads.out" LD_PRELOAD="$SHIM" \
-	IBMCAST_MPI_VERBOSE=1 || rc=$?
+	IBMCAST_MPI_VERBOSE=1 IBMCAST_LOG_LEVEL=debug || rc=$?
 ok "$([ "$rc" = 0 ] &&
       [ "$(grep -cE '^threads_mpi: rank [0-9]+: [0-9]+ allreduces verified, 0 errors$' "$tmp/threads.out")" = "$NRANKS" ]; echo $?)" \
 	"threads_mpi (MPI_THREAD_MULTIPLE, communicators created by 4 threads at once): every rank verified every allreduce"
 tsum=$(csum "$tmp/threads.out" MPI_Allreduce)
 diag "$tsum"
-ok "$(grep -q '; 1 communicators (' "$tmp/threads.out" &&
-      [ "$(cfield "$tsum" "MPI_Allreduce over")" = 1 ] &&
-      [ "$(cfield "$tsum" "communicator not mapped")" -gt 0 ]; echo $?)" \
-	"threads_mpi: only MPI_COMM_WORLD was mapped (its allreduce over ibmcast), the threads' communicators stayed MPI's"
+read -r tshared tsplit < <(pool_groups "$tmp/threads.out")
+ok "$(grep -q '; 9 communicators (' "$tmp/threads.out" &&
+      [ "$(cfield "$tsum" "passed to MPI")" = 0 ] &&
+      [ "${tshared:-0}" -gt 0 ] && [ "$tsplit" = 0 ]; echo $?)" \
+	"threads_mpi: world and the 8 communicators the threads made were mapped, every allreduce over ibmcast, the members of each of ${tshared:-no} with a pool group took the same one"
 [ "$rc" = 0 ] || diag "$(tail -n 20 "$tmp/threads.out")"
 
 # --- MPI_Barrier -----------------------------------------------------------
@@ -483,9 +486,8 @@ ok "$([ "$(sed -n 's/.* over ibmcast (mcast \([0-9]*\),.*/\1/p' <<< "$fb")" -gt 
 # --- MPI_THREAD_MULTIPLE: collectives from several threads at once --------
 # 4 threads per rank, each with its own duplicate of MPI_COMM_WORLD (made
 # by the main thread), run broadcasts, allreduces, allgathers and barriers
-# at the same time. Under MPI_THREAD_MULTIPLE the shim maps only
-# MPI_COMM_WORLD (threads_mpi above), so these stay MPICH's: every result
-# right, every call passed to MPI.
+# at the same time, all through libibmcast: every result right, no call
+# passed to MPI.
 dp_ctl reset > /dev/null
 rc=0
 RUN_PROG=$CTPROG mpirun "$tmp/threads_coll.out" LD_PRELOAD="$SHIM" \
@@ -494,12 +496,11 @@ is "$rc/$(grep -cE '^threads_coll_mpi: rank [0-9]+: 2400 calls, 0 errors$' "$tmp
 	"0/$NRANKS" "MPI_THREAD_MULTIPLE: 4 threads at once on 4 communicators, every result right" ||
 	diag "$(grep -v ' ok$' "$tmp/threads_coll.out" | tail -n 20)"
 ok "$(for c in MPI_Bcast MPI_Barrier MPI_Allreduce MPI_Allgather; do
-	grep -q "^ibmcast_mpi: rank 0: 0 $c over ibmcast .*, 600 passed to MPI" \
+	grep -q "^ibmcast_mpi: rank 0: 600 $c over ibmcast .*, 0 passed to MPI" \
 		"$tmp/threads_coll.out" || exit 1
       done; echo $?)" \
-	"  the duplicates stayed MPICH's: every call passed to MPI" ||
+	"  the duplicates were mapped: all 600 calls of each collective on rank 0 over ibmcast, none passed to MPI" ||
 	diag "$(grep '^ibmcast_mpi: rank 0' "$tmp/threads_coll.out")"
-
 
 # --- communicators of every kind, a thousand of them ------------------------
 # comm_kinds_mpi: each round a split only ranks 0 and 1 are in, then a dup
