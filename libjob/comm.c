@@ -28,7 +28,8 @@
  * that very member list this context created before. Every member of the
  * set saw the same creations, whatever other communicators exist.
  */
-static int comm_identity(struct ibmc_context *ctx, struct ibmc_comm *c)
+static int comm_identity(struct ibmc_context *ctx, struct ibmc_comm *c,
+			 uint32_t agreed)
 {
 	uint32_t h = ibmc__fnv1a32(IBMC__FNV32_INIT, &c->size, sizeof(c->size));
 	uint32_t count;
@@ -38,6 +39,12 @@ static int comm_identity(struct ibmc_context *ctx, struct ibmc_comm *c)
 	for (i = 0; i < c->size; i++)
 		h = ibmc__fnv1a32(h, &c->members[i], sizeof(c->members[i]));
 	c->version = h ? h : 1;
+	/* The caller agreed on an id among the members: creation order,
+	 * and the count below, do not matter. */
+	if (agreed) {
+		c->id = agreed;
+		return 0;
+	}
 	for (i = 0; i < ctx->nids; i++)
 		if (ctx->ids[i].hash == h)
 			break;
@@ -73,11 +80,14 @@ static void grow_group(struct ibmc_comm *c)
 	c->mcast_why = "pool exhausted: rank 0 asked the SM for one more group (grow); point-to-point until the SM confirms it ready and every member switched";
 }
 
-/* The next free pool group, attached; on any failure the communicator
- * stays point-to-point with the reason. */
-static void take_group(struct ibmc_context *ctx, struct ibmc_comm *c)
+/* The next free pool group, or the one the members agreed on (group, as
+ * in ibmc_comm_attr_t), attached; on any failure the communicator stays
+ * point-to-point with the reason. */
+static void take_group(struct ibmc_context *ctx, struct ibmc_comm *c,
+		       int group)
 {
 	int g = 0, i, start, rc;
+	bool agreed = false;
 
 	c->group = -1;
 	c->ghandle = -1;
@@ -91,11 +101,32 @@ static void take_group(struct ibmc_context *ctx, struct ibmc_comm *c)
 		c->mcast_why = ctx->mcast_why;
 		return;
 	}
-	/* A communicator over some of the nodes narrows its group: it
+	if (group == IBMC_GROUP_NONE) {
+		/* Agreed by every member: none is free on all of them. */
+		grow_group(c);
+		return;
+	}
+	if (group > 0) {
+		/* (in range: checked at creation) */
+		g = group - 1;
+		if (ctx->pool_used[g]) {
+			c->mcast_err = -EBUSY;
+			c->mcast_why = "the pool group the members agreed on is taken on this rank";
+			return;
+		}
+		/* Members agree on what is free among themselves only:
+		 * communicators over disjoint nodes (the two halves of a
+		 * split) agree on the same group, and each narrowing it to
+		 * its own nodes would take it from the other. So an agreed
+		 * group is shared whole, never pruned. */
+		agreed = true;
+		goto attach;
+	}
+	/* No agreement (group 0): each member takes from its own view.
+	 * A communicator over some of the nodes narrows its group: it
 	 * starts its search where its node set says, so that communicators
-	 * over other nodes, created at the same time by other processes
-	 * (each takes from its own view of the pool), rarely take the same
-	 * group and narrow it to each other's nodes. */
+	 * over other nodes, created at the same time by other processes,
+	 * rarely take the same group and narrow it to each other's nodes. */
 	start = (int)(ibmc__comm_node_subset(c) % (uint32_t)ctx->env.ngroups);
 	for (i = 0; i < ctx->env.ngroups; i++) {
 		g = (start + i) % ctx->env.ngroups;
@@ -106,6 +137,7 @@ static void take_group(struct ibmc_context *ctx, struct ibmc_comm *c)
 		grow_group(c);
 		return;
 	}
+attach:
 	rc = ctx->ops->mcast_attach(ctx->tr, &ctx->env.groups[g]);
 	if (rc < 0) {
 		c->mcast_err = rc;
@@ -116,16 +148,22 @@ static void take_group(struct ibmc_context *ctx, struct ibmc_comm *c)
 		return;
 	}
 	ctx->pool_used[g] = 1;
+	/* (members must take the same group: tests compare these lines) */
+	ibmc_log(IBMC_LOG_DEBUG,
+		 "libibmcast: rank %d: communicator %08x (%d members): pool group %d",
+		 ctx->rank, c->id, c->size, g);
 	c->group = g;
 	c->ghandle = rc;
 	c->gmtu = ctx->env.groups[g].mtu;
 	c->mcast_err = 0;
 	c->mcast_why = NULL;
-	ibmc__prune_start(c);
+	if (!agreed)
+		ibmc__prune_start(c);
 }
 
 int ibmc__comm_create_mode(struct ibmc_context *ctx, const int *ranks, int n,
-			   int mode, struct ibmc_comm **out)
+			   int mode, uint32_t id, int group,
+			   struct ibmc_comm **out)
 {
 	struct ibmc_comm *c;
 	int i, j, rc;
@@ -135,7 +173,8 @@ int ibmc__comm_create_mode(struct ibmc_context *ctx, const int *ranks, int n,
 	*out = NULL;
 	if (!ranks)
 		n = ctx->size;
-	if (n < 1 || n > ctx->size)
+	if (n < 1 || n > ctx->size || group < IBMC_GROUP_NONE ||
+	    group > ctx->env.ngroups)
 		return -EINVAL;
 	c = calloc(1, sizeof(*c));
 	if (!c)
@@ -173,7 +212,7 @@ int ibmc__comm_create_mode(struct ibmc_context *ctx, const int *ranks, int n,
 		c->last_algo[i] = -1;
 	}
 	pthread_mutex_lock(&ctx->lock);
-	rc = comm_identity(ctx, c);
+	rc = comm_identity(ctx, c, id);
 	if (rc) {
 		pthread_mutex_unlock(&ctx->lock);
 		free(c->members);
@@ -181,7 +220,7 @@ int ibmc__comm_create_mode(struct ibmc_context *ctx, const int *ranks, int n,
 		return rc;
 	}
 	if (mode == IBMC__MODE_SM || mode == IBMC__MODE_P2P)
-		take_group(ctx, c);
+		take_group(ctx, c, group);
 	c->next = ctx->comms;
 	ctx->comms = c;
 	ibmc__replay_ctx(ctx, c);
@@ -217,7 +256,8 @@ int ibmc_comm_create(ibmc_context_t *ctx, const int *ranks, int n,
 {
 	if (!ctx)
 		return -EINVAL;
-	return ibmc__comm_create_mode(ctx, ranks, n, ctx->env.comm_mode, out);
+	return ibmc__comm_create_mode(ctx, ranks, n, ctx->env.comm_mode, 0,
+				      IBMC_GROUP_NEXT, out);
 }
 
 int ibmc_comm_create_attr(ibmc_context_t *ctx, const int *ranks, int n,
@@ -234,7 +274,25 @@ int ibmc_comm_create_attr(ibmc_context_t *ctx, const int *ranks, int n,
 			*out = NULL;
 		return -EINVAL;
 	}
-	return ibmc__comm_create_mode(ctx, ranks, n, mode, out);
+	return ibmc__comm_create_mode(ctx, ranks, n, mode, attr ? attr->id : 0,
+				      attr ? attr->group : IBMC_GROUP_NEXT,
+				      out);
+}
+
+int ibmc_pool_free(ibmc_context_t *ctx, uint64_t *mask)
+{
+	int g;
+
+	if (!ctx || !mask)
+		return -EINVAL;
+	*mask = 0;
+	pthread_mutex_lock(&ctx->lock);
+	if (!ctx->mcast_err)
+		for (g = 0; g < ctx->env.ngroups && g < 64; g++)
+			if (!ctx->pool_used[g])
+				*mask |= UINT64_C(1) << g;
+	pthread_mutex_unlock(&ctx->lock);
+	return 0;
 }
 
 /* Called with the lock held, also from ibmc_finalize. */

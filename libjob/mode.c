@@ -199,7 +199,8 @@ void ibmc__own_pool_build(struct ibmc_context *ctx)
 	for (i = 0; i < ctx->env.pool_groups; i++) {
 		/* Each group as basic makes it, over every rank. */
 		rc = ibmc__comm_create_mode(ctx, NULL, ctx->size,
-					    IBMC__MODE_BASIC, &c);
+					    IBMC__MODE_BASIC, 0,
+					    IBMC_GROUP_NEXT, &c);
 		if (rc) {
 			snprintf(ctx->own_pool_why, sizeof(ctx->own_pool_why),
 				 "building group %d failed: %s", i,

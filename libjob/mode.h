@@ -41,6 +41,7 @@ void ibmc__own_pool_free(struct ibmc_context *ctx);
 /* Communicator creation with an explicit mode (comm.c), used by the pool's
  * construction. */
 int ibmc__comm_create_mode(struct ibmc_context *ctx, const int *ranks, int n,
-			   int mode, struct ibmc_comm **out);
+			   int mode, uint32_t id, int group,
+			   struct ibmc_comm **out);
 
 #endif

@@ -51,6 +51,9 @@ check_PROGRAMS += tests/mpi/progress_mpi
 tests_mpi_progress_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
 tests_mpi_progress_mpi_LDADD = $(MPI_LIBS)
 check_PROGRAMS += tests/mpi/threads_coll_mpi
+check_PROGRAMS += tests/mpi/comm_kinds_mpi
+tests_mpi_comm_kinds_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
+tests_mpi_comm_kinds_mpi_LDADD = $(MPI_LIBS)
 tests_mpi_threads_coll_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
 tests_mpi_threads_coll_mpi_LDADD = $(MPI_LIBS) -lpthread
 if BUILD_OSM_PLUGIN

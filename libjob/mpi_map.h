@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <string.h>
 
+#include "common/fnv.h"
 #include "ibmcast/ibmcast.h"
 
 /* X(mpi_op, ibmc_op) */
@@ -145,6 +146,49 @@ static inline int ibmc__mpi_op_fits(ibmc_op_t op, ibmc_dtype_t dt,
 	int bitwise = op == IBMC_BAND || op == IBMC_BOR || op == IBMC_BXOR;
 
 	return (bitwise || !bitwise_only) && ibmc_op_valid(op, dt) == 0;
+}
+
+/*
+ * A new communicator's agreement among its members, one allreduce of
+ * IBMC__AGREE_LEN uint64_t by bitwise AND (the MPI integrations' own, on
+ * the new communicator): [0] all ones when every member can map it, [1]
+ * the pool groups free on every member, [2] the id its rank 0 drew (its
+ * MPI_COMM_WORLD rank and how many it drew before, so no two
+ * communicators of the job draw alike; the others give all ones). With
+ * the group and the id agreed, members that saw other communicators come
+ * and go (a split that left some of them out) take the same pool group,
+ * and creation order no longer names the communicator.
+ */
+#define IBMC__AGREE_LEN 3
+
+static inline void ibmc__mpi_agree_mine(ibmc_context_t *ctx, int ok,
+					int comm_rank, int world_rank,
+					uint32_t *drawn, uint64_t *v)
+{
+	uint64_t mask = 0;
+
+	if (ok && ibmc_pool_free(ctx, &mask))
+		mask = 0;
+	v[0] = ok ? ~UINT64_C(0) : 0;
+	v[1] = mask;
+	v[2] = comm_rank == 0 ?
+		(uint64_t)(uint32_t)world_rank << 32 |
+			__atomic_add_fetch(drawn, 1, __ATOMIC_RELAXED) :
+		~UINT64_C(0);
+}
+
+/* The attributes every member creates the communicator with; 0 when some
+ * member cannot map it. multicast 0: no pool group (IBMC_GROUP_NONE). */
+static inline int ibmc__mpi_agree_attr(const uint64_t *v, int multicast,
+				       ibmc_comm_attr_t *attr)
+{
+	uint32_t id = ibmc__fnv1a32(IBMC__FNV32_INIT, &v[2], sizeof(v[2]));
+
+	attr->mode = NULL;
+	attr->id = id ? id : 1;
+	attr->group = multicast && v[1] ? __builtin_ctzll(v[1]) + 1 :
+					  IBMC_GROUP_NONE;
+	return v[0] != 0;
 }
 
 #endif

@@ -79,7 +79,7 @@ struct tally {
 
 static struct {
 	int on;			/* context up, communicators are mapped */
-	int threads;		/* MPI_THREAD_MULTIPLE: only world is mapped */
+	int threads;		/* MPI_THREAD_MULTIPLE */
 	int finalized;		/* after ibmc_finalize: attributes are stale */
 	int verbose;		/* 1: summary at finalize, 2: every call */
 	int rank;		/* in MPI_COMM_WORLD */
@@ -89,6 +89,7 @@ static struct {
 	ibmc_context_t *ctx;
 	ibmc_comm_t **live;	/* mapped communicators not yet freed */
 	int nlive, maxlive;
+	uint32_t drawn;		/* communicator ids drawn as their rank 0 */
 	struct tally t;
 } S = { .keyval = MPI_KEYVAL_INVALID, .boot = MPI_COMM_NULL,
 	.world = MPI_GROUP_NULL };
@@ -212,31 +213,68 @@ static int all_agree(MPI_Comm comm, int mine)
 }
 
 /*
+ * The members agree on the new communicator's id and pool group
+ * (libjob/mpi_map.h) and on whether all can map it (mine); 0 when not.
+ */
+/*
+ * Pool groups this rank offered to a communicator being agreed on: under
+ * MPI_THREAD_MULTIPLE another thread's communicator must not be offered
+ * them meanwhile, or both could agree on one group and the second to
+ * create it would find it taken on some members only.
+ */
+static pthread_mutex_t held_lock = PTHREAD_MUTEX_INITIALIZER;
+static uint64_t held;
+
+/*
+ * The members agree on the new communicator's id and pool group
+ * (libjob/mpi_map.h) and on whether all can map it (mine); 0 when not.
+ * *offered: the groups this rank held for it, released by the caller
+ * once the communicator is created (or not).
+ */
+static int agree(MPI_Comm comm, int mine, ibmc_comm_attr_t *attr,
+		 uint64_t *offered)
+{
+	uint64_t v[IBMC__AGREE_LEN], all[IBMC__AGREE_LEN];
+	int me = 0;
+
+	PMPI_Comm_rank(comm, &me);
+	/* (what is free, read under the lock: a group another thread
+	 * held stays held until its communicator has taken it) */
+	pthread_mutex_lock(&held_lock);
+	ibmc__mpi_agree_mine(S.ctx, mine, me, S.rank, &S.drawn, v);
+	v[1] &= ~held;
+	held |= v[1];
+	*offered = v[1];
+	pthread_mutex_unlock(&held_lock);
+	if (PMPI_Allreduce(v, all, IBMC__AGREE_LEN, MPI_UINT64_T, MPI_BAND,
+			   comm) != MPI_SUCCESS)
+		return 0;
+	return ibmc__mpi_agree_attr(all, 1, attr);
+}
+
+static void release_offered(uint64_t offered)
+{
+	pthread_mutex_lock(&held_lock);
+	held &= ~offered;
+	pthread_mutex_unlock(&held_lock);
+}
+
+/*
  * Gives an intracommunicator its ibmc communicator. Collective over comm
- * (every member calls it from the same MPI call, in MPI's order of
- * communicator creation), so every member creates the same ibmc
- * communicator in the same order; an allreduce makes sure all members
+ * (every member calls it from the same MPI call): the members agree on its
+ * id and pool group first, then an allreduce makes sure all members
  * succeeded before any uses it, otherwise none does.
  */
 static void map_comm(MPI_Comm comm)
 {
 	ibmc_comm_t *ic = NULL;
+	ibmc_comm_attr_t attr;
 	MPI_Group g = MPI_GROUP_NULL;
 	int inter = 0, n = 0, i, ok = 0, *mine = NULL, *world = NULL;
+	uint64_t offered = 0;
 	const char *why = NULL;
 
 	if (!S.on || comm == MPI_COMM_NULL)
-		return;
-	/*
-	 * libibmcast names a communicator by its members and how many with
-	 * those members this rank created before: threads creating such
-	 * communicators at once (MPICH's threads/comm/comm_create_threads)
-	 * create them in different orders on different ranks, whose names
-	 * then differ and whose collectives hang. Under
-	 * MPI_THREAD_MULTIPLE they stay MPI's (every rank has the same
-	 * level, so all decide alike).
-	 */
-	if (S.threads && comm != MPI_COMM_WORLD)
 		return;
 	/* (the same answer on every member: no agreement needed) */
 	if (PMPI_Comm_test_inter(comm, &inter) != MPI_SUCCESS || inter)
@@ -253,18 +291,24 @@ static void map_comm(MPI_Comm comm)
 			for (i = 0; i < n; i++)
 				if (world[i] == MPI_UNDEFINED)
 					break;
-			ok = i == n &&
-			     ibmc_comm_create(S.ctx, world, n, &ic) == 0;
-			if (ok && !live_add(ic)) {
-				ibmc_comm_free(ic);
-				ic = NULL;
-				ok = 0;
-			}
+			ok = i == n;
 		}
 	}
 	if (g != MPI_GROUP_NULL)
 		PMPI_Group_free(&g);
 	free(mine);
+	mine = NULL;
+	ok = agree(comm, ok, &attr, &offered);
+	if (ok) {
+		ok = ibmc_comm_create_attr(S.ctx, world, n, &attr, &ic) == 0;
+		if (ok && !live_add(ic)) {
+			ibmc_comm_free(ic);
+			ic = NULL;
+			ok = 0;
+		}
+	}
+	/* (the agreed group, if any, is the communicator's now) */
+	release_offered(offered);
 	free(world);
 	if (!all_agree(comm, ok) ||
 	    PMPI_Comm_set_attr(comm, S.keyval, ic) != MPI_SUCCESS) {

@@ -56,6 +56,7 @@ struct ibmcast_component {
 	 * (decided by all ranks together at MPI_COMM_WORLD) */
 	int state;
 	ibmc_context_t *ctx;
+	uint32_t drawn;		/* communicator ids drawn as their rank 0 */
 	struct ibmcast_module *live;	/* modules holding an ibmc comm */
 
 	struct ibmcast_tally bcast, barrier, allgather, allreduce;

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "libjob/mpi_map.h"
 #include "ompi/coll_ibmcast.h"
 #include "ompi/constants.h"
 #include "ompi/group/group.h"
@@ -104,6 +105,28 @@ static int all_agree(struct ompi_communicator_t *comm, int mine)
 		    OMPI_SUCCESS)
 		return 0;
 	return all;
+}
+
+/*
+ * The members agree on the new communicator's id and pool group
+ * (libjob/mpi_map.h) and on whether all can map it (mine), over the
+ * allreduce installed before this module; 0 when not.
+ */
+static int agree(struct ompi_communicator_t *comm, int mine,
+		 ibmc_comm_attr_t *attr)
+{
+	struct ibmcast_component *c = &mca_coll_ibmcast_component;
+	uint64_t v[IBMC__AGREE_LEN], all[IBMC__AGREE_LEN];
+
+	ibmc__mpi_agree_mine(c->ctx, mine, ompi_comm_rank(comm),
+			     c->world_rank, &c->drawn, v);
+	if (!comm->c_coll->coll_allreduce ||
+	    comm->c_coll->coll_allreduce(v, all, IBMC__AGREE_LEN,
+					 MPI_UINT64_T, MPI_BAND, comm,
+					 comm->c_coll->coll_allreduce_module) !=
+		    OMPI_SUCCESS)
+		return 0;
+	return ibmc__mpi_agree_attr(all, 1, attr);
 }
 
 /*
@@ -213,19 +236,19 @@ static int world_ranks(struct ompi_communicator_t *comm, int **world)
 
 /*
  * Gives comm its ibmc communicator, or none on every member. Collective
- * over comm: every member enables its module in MPI's order of
- * communicator creation, so all create the same ibmc communicator in the
- * same order; an allreduce makes sure all succeeded before any uses it.
+ * over comm: the members agree on its id and pool group first, then an
+ * allreduce makes sure all succeeded before any uses it.
  */
 static void map_comm(ibmcast_module_t *m, struct ompi_communicator_t *comm)
 {
 	struct ibmcast_component *c = &mca_coll_ibmcast_component;
 	ibmc_comm_t *ic = NULL;
+	ibmc_comm_attr_t attr;
 	const char *why = NULL;
 	int *world = NULL, n = ompi_comm_size(comm), ok;
 
-	ok = world_ranks(comm, &world) &&
-	     ibmc_comm_create(c->ctx, world, n, &ic) == 0;
+	ok = agree(comm, world_ranks(comm, &world), &attr) &&
+	     ibmc_comm_create_attr(c->ctx, world, n, &attr, &ic) == 0;
 	free(world);
 	if (!all_agree(comm, ok)) {
 		if (ic)

@@ -148,3 +148,16 @@ bench_fabric_up() {
 	# shellcheck source=/dev/null
 	. "$SIM_DIR/env"
 }
+
+# pool_groups OUT: from libibmcast's debug lines in OUT (IBMCAST_LOG_LEVEL=
+# debug), "SHARED SPLIT": how many communicators two or more ranks
+# reported taking a pool group for, and how many of those the ranks took
+# different groups for (members must all take the same one).
+pool_groups() {
+	sed -n 's/.*libibmcast: rank \([0-9]*\): communicator \([0-9a-f]*\) ([0-9]* members): pool group \([0-9]*\)$/\2 \1 \3/p' "$1" |
+		awk '{ n[$1]++; if (!($1 in g)) g[$1] = $3; else if (g[$1] != $3) bad[$1] = 1 }
+		     END { s = 0; b = 0
+			   for (c in n) if (n[c] > 1) s++
+			   for (c in bad) b++
+			   print s, b }'
+}

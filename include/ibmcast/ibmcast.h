@@ -119,10 +119,28 @@ int ibmc_comm_create(ibmc_context_t *ctx, const int *ranks, int n,
  * "sm", "pool", "lazy", "basic" or "p2p" (see ibmc_comm_create(3) and
  * ibmcast(7)). Every member must pass the same mode. -EINVAL for an
  * unknown mode.
+ * attr->id (0: derived from the members and the creation order) is the
+ * communicator's id, which a caller that can talk to the members (an MPI
+ * library) agrees on among them, so that creation order no longer
+ * matters. attr->group (mode sm): IBMC_GROUP_NEXT takes this rank's next
+ * free pool group, k > 0 pool group k - 1 (one the members agreed is free
+ * on all of them, see ibmc_pool_free()), IBMC_GROUP_NONE none. Every
+ * member must pass the same values. All fields 0: as ibmc_comm_create().
  */
 typedef struct ibmc_comm_attr {
 	const char *mode;
+	uint32_t id;
+	int group;
 } ibmc_comm_attr_t;
+#define IBMC_GROUP_NEXT 0
+#define IBMC_GROUP_NONE (-1)
+
+/*
+ * The pool groups free on this rank, as a bit mask (bit g: group g of
+ * IBMCAST_GROUPS, the first 64); 0 when the context has no multicast.
+ * 0 or -EINVAL.
+ */
+int ibmc_pool_free(ibmc_context_t *ctx, uint64_t *mask);
 int ibmc_comm_create_attr(ibmc_context_t *ctx, const int *ranks, int n,
 			  const ibmc_comm_attr_t *attr, ibmc_comm_t **comm);
 int ibmc_comm_free(ibmc_comm_t *comm);

@@ -60,13 +60,16 @@ PPROG=$top_builddir/tests/mpi/progress_mpi
 need_file "$PPROG" "tests/mpi/progress_mpi"
 CTPROG=$top_builddir/tests/mpi/threads_coll_mpi
 need_file "$CTPROG" "tests/mpi/threads_coll_mpi"
+KPROG=$top_builddir/tests/mpi/comm_kinds_mpi
+need_file "$KPROG" "tests/mpi/comm_kinds_mpi"
+KITERS=180	# rounds of comm_kinds_mpi: 5 or 6 communicators each
 # Open MPI's build of the shim, when configure made one (the reverse of
 # ompi_coll.sh's mismatch case).
 OSHIM=$top_builddir/libjob/.libs/libibmcast_ompi.so
 need_file "$OSHIM" "libjob/libibmcast_ompi.so (configure --with-openmpi-shim)"
 need_file "$IBMCASTCTL" "tools/ibmcastctl"
 
-plan 65
+plan 68
 
 # Under the sanitizer build: MPICH (UCX) leaks from modules it unloads
 # before exit, which LeakSanitizer cannot name to suppress (a plain
@@ -92,7 +95,7 @@ ibmcast_env_from_wait 401 || bail_out "no wait reply for job 401"
 # (its IBMCAST_NODE), with the given environment; exit status of mpiexec;
 # stdout+stderr in OUT. With RUN_STDERR set, rank i's stderr goes straight
 # to $RUN_STDERR.i instead: mpiexec may drop what it had not forwarded yet
-# when a rank aborts.
+# when a rank aborts. RUN_TIMEOUT: seconds mpiexec may take (default 120).
 mpirun() {
 	local out=$1 i args=() prog=${RUN_PROG:-$PROG} wrap
 	shift
@@ -108,7 +111,7 @@ mpirun() {
 			"$prog" ${RUN_ARGS:-})
 	done
 	diag "mpiexec: $NRANKS ranks of ${prog##*/} $*"
-	ASAN_OPTIONS=$rank_asan timeout 120 "$MPIEXEC" "${args[@]}" \
+	ASAN_OPTIONS=$rank_asan timeout "${RUN_TIMEOUT:-120}" "$MPIEXEC" "${args[@]}" \
 		< /dev/null > "$out" 2>&1
 }
 
@@ -294,19 +297,22 @@ ok "$([ "$rc" = 0 ] && sverified "$tmp/semantics-off.out"; echo $?)" \
 # --- MPI_THREAD_MULTIPLE ---------------------------------------------------
 # threads_mpi: threads create communicators of all ranks at once (their
 # order differs from rank to rank) and run barriers and allreduces on
-# them. Only MPI_COMM_WORLD is mapped: those hung when mapped.
+# them. When libibmcast named communicators by creation order these hung
+# and stayed MPI's; now the members agree on the id and the pool group
+# (a group offered to one thread's communicator is held from the others).
 rc=0
 RUN_PROG=$TPROG mpirun "$tmp/threads.out" LD_PRELOAD="$SHIM" \
-	IBMCAST_MPI_VERBOSE=1 || rc=$?
+	IBMCAST_MPI_VERBOSE=1 IBMCAST_LOG_LEVEL=debug || rc=$?
 ok "$([ "$rc" = 0 ] &&
       [ "$(grep -cE '^threads_mpi: rank [0-9]+: [0-9]+ allreduces verified, 0 errors$' "$tmp/threads.out")" = "$NRANKS" ]; echo $?)" \
 	"threads_mpi (MPI_THREAD_MULTIPLE, communicators created by 4 threads at once): every rank verified every allreduce"
 tsum=$(csum "$tmp/threads.out" MPI_Allreduce)
 diag "$tsum"
-ok "$(grep -q '; 1 communicators (' "$tmp/threads.out" &&
-      [ "$(cfield "$tsum" "MPI_Allreduce over")" = 1 ] &&
-      [ "$(cfield "$tsum" "communicator not mapped")" -gt 0 ]; echo $?)" \
-	"threads_mpi: only MPI_COMM_WORLD was mapped (its allreduce over ibmcast), the threads' communicators stayed MPI's"
+read -r tshared tsplit < <(pool_groups "$tmp/threads.out")
+ok "$(grep -q '; 9 communicators (' "$tmp/threads.out" &&
+      [ "$(cfield "$tsum" "passed to MPI")" = 0 ] &&
+      [ "${tshared:-0}" -gt 0 ] && [ "$tsplit" = 0 ]; echo $?)" \
+	"threads_mpi: world and the 8 communicators the threads made were mapped, every allreduce over ibmcast, the members of each of ${tshared:-no} with a pool group took the same one"
 [ "$rc" = 0 ] || diag "$(tail -n 20 "$tmp/threads.out")"
 
 # --- MPI_Barrier -----------------------------------------------------------
@@ -502,9 +508,8 @@ ok "$(grep -q ': 6 MPI_Allgather over ibmcast .*, 0 passed to MPI' <<< "$fg" &&
 # --- MPI_THREAD_MULTIPLE: collectives from several threads at once --------
 # 4 threads per rank, each with its own duplicate of MPI_COMM_WORLD (made
 # by the main thread), run broadcasts, allreduces, allgathers and barriers
-# at the same time. Under MPI_THREAD_MULTIPLE the shim maps only
-# MPI_COMM_WORLD (threads_mpi above), so these stay MPICH's: every result
-# right, every call passed to MPI.
+# at the same time, all through libibmcast: every result right, no call
+# passed to MPI.
 dp_ctl reset > /dev/null
 rc=0
 RUN_PROG=$CTPROG mpirun "$tmp/threads_coll.out" LD_PRELOAD="$SHIM" \
@@ -513,9 +518,34 @@ is "$rc/$(grep -cE '^threads_coll_mpi: rank [0-9]+: 2400 calls, 0 errors$' "$tmp
 	"0/$NRANKS" "MPI_THREAD_MULTIPLE: 4 threads at once on 4 communicators, every result right" ||
 	diag "$(grep -v ' ok$' "$tmp/threads_coll.out" | tail -n 20)"
 ok "$(for c in MPI_Bcast MPI_Barrier MPI_Allreduce MPI_Allgather; do
-	grep -q "^ibmcast_mpi: rank 0: 0 $c over ibmcast .*, 600 passed to MPI" \
+	grep -q "^ibmcast_mpi: rank 0: 600 $c over ibmcast .*, 0 passed to MPI" \
 		"$tmp/threads_coll.out" || exit 1
       done; echo $?)" \
-	"  the duplicates stayed MPICH's: every call passed to MPI" ||
+	"  the duplicates were mapped: all 600 calls of each collective on rank 0 over ibmcast, none passed to MPI" ||
 	diag "$(grep '^ibmcast_mpi: rank 0' "$tmp/threads_coll.out")"
 
+# --- communicators of every kind, a thousand of them ------------------------
+# comm_kinds_mpi: each round a split only ranks 0 and 1 are in, then a dup
+# of MPI_COMM_WORLD (its members hold different pool groups: before they
+# agreed on one, each took its own next free group and every multicast
+# needed unicast repair), MPI_Comm_dup_with_info, MPI_Comm_idup,
+# MPI_Comm_create_group and MPI_Comm_split_type; all four collectives on
+# each, checked, then freed.
+dp_ctl reset > /dev/null
+rc=0
+# (about a minute; several under the sanitizer)
+RUN_PROG=$KPROG RUN_ARGS=$KITERS RUN_TIMEOUT=400 mpirun "$tmp/kinds.out" \
+	LD_PRELOAD="$SHIM" \
+	IBMCAST_MPI_VERBOSE=1 IBMCAST_LOG_LEVEL=debug || rc=$?
+kline=$(grep -E '^comm_kinds_mpi: rank 0: [0-9]+ communicators, [0-9]+ calls verified, 0 errors$' "$tmp/kinds.out")
+is "$rc/$(grep -cE '^comm_kinds_mpi: rank [0-9]+: [0-9]+ communicators, [0-9]+ calls verified, 0 errors$' "$tmp/kinds.out")" \
+	"0/$NRANKS" "comm_kinds_mpi ($KITERS rounds): every rank verified every call on every communicator" ||
+	diag "$(grep -v ' ok$' "$tmp/kinds.out" | tail -n 20)"
+kmade=$(sed -n 's/^comm_kinds_mpi: rank 0: \([0-9]*\) communicators.*/\1/p' <<< "$kline")
+ksum=$(grep '^ibmcast_mpi: rank 0: .* MPI_Bcast over ' "$tmp/kinds.out")
+diag "$ksum"
+ok "$(grep -q "), $KITERS passed to MPI; $((${kmade:-0} - KITERS + 1)) communicators (" <<< "$ksum"; echo $?)" \
+	"comm_kinds_mpi: rank 0 mapped world and all ${kmade:-no} communicators it was in but the $KITERS from MPI_Comm_idup, whose broadcasts stayed MPI's"
+read -r kshared ksplit < <(pool_groups "$tmp/kinds.out")
+ok "$([ "${kshared:-0}" -gt "$KITERS" ] && [ "$ksplit" = 0 ]; echo $?)" \
+	"comm_kinds_mpi: the members of each of ${kshared:-no} communicators took the same pool group ($ksplit split; before they agreed, the dup after the partial split took different ones)"

@@ -46,6 +46,8 @@ need_file "$CPROG" "tests/mpi/comms_ompi"
 need_file "$ARPROG" "tests/mpi/allreduce_ompi"
 need_file "$AGPROG" "tests/mpi/allgather_ompi"
 need_file "$SPROG" "tests/mpi/semantics_ompi"
+KPROG=$top_builddir/tests/mpi/comm_kinds_ompi
+need_file "$KPROG" "tests/mpi/comm_kinds_ompi"
 PPROG=$top_builddir/tests/mpi/progress_ompi
 need_file "$PPROG" "tests/mpi/progress_ompi"
 OSHIM=$top_builddir/libjob/.libs/libibmcast_ompi.so
@@ -54,7 +56,7 @@ need_file "$OSHIM" "libjob/libibmcast_ompi.so (configure --with-openmpi-shim)"
 need_file "$MSHIM" "libjob/libibmcast_mpi.so (configure --with-mpi, for MPICH)"
 need_file "$IBMCASTCTL" "tools/ibmcastctl"
 
-plan 55
+plan 58
 
 # Under the sanitizer build: Open MPI leaks from its own components at
 # MPI_Finalize, which LeakSanitizer cannot name to suppress; the ranks keep
@@ -206,6 +208,29 @@ ok "$([ "$(rx_minus_tx)" -gt 0 ]; echo $?)" \
 if [ "$rc" != 0 ]; then
 	diag "$(tail -n 30 "$tmp/comms.out")"
 fi
+
+# --- communicators of every kind --------------------------------------------
+# comm_kinds_mpi (see mpi_shim.sh): a dup whose members hold different pool
+# groups, MPI_Comm_dup_with_info, MPI_Comm_idup (whose module Open MPI
+# enables when its request completes), MPI_Comm_create_group and
+# MPI_Comm_split_type, all four collectives on each.
+dp_ctl reset > /dev/null
+rc=0
+ompirun "$tmp/kinds.out" "$KPROG" 60 -- OMPI_MCA_coll_ibmcast_verbose=1 \
+	IBMCAST_LOG_LEVEL=debug || rc=$?
+kline=$(grep -E '^comm_kinds_mpi: rank 0: [0-9]+ communicators, [0-9]+ calls verified, 0 errors$' "$tmp/kinds.out")
+is "$rc/$(grep -cE '^comm_kinds_mpi: rank [0-9]+: [0-9]+ communicators, [0-9]+ calls verified, 0 errors$' "$tmp/kinds.out")" \
+	"0/$NRANKS" "comm_kinds_ompi: every rank verified every call on every communicator" ||
+	diag "$(grep -v ' ok$' "$tmp/kinds.out" | tail -n 20)"
+kmade=$(sed -n 's/^comm_kinds_mpi: rank 0: \([0-9]*\) communicators.*/\1/p' <<< "$kline")
+csum=$(grep '^coll_ibmcast: rank 0: communicators' "$tmp/kinds.out")
+diag "$csum"
+# (MPI_Comm_split_type makes one more, internal, communicator of its own)
+is "$(field "$csum" "mapped")" "$((${kmade:-0} + 1 + 60))" \
+	"comm_kinds_ompi: rank 0 mapped world and all ${kmade:-no} communicators it was in, MPI_Comm_idup's too"
+read -r kshared ksplit < <(pool_groups "$tmp/kinds.out")
+ok "$([ "${kshared:-0}" -gt 60 ] && [ "$ksplit" = 0 ]; echo $?)" \
+	"comm_kinds_ompi: the members of each of ${kshared:-no} communicators took the same pool group ($ksplit split)"
 
 # --- MPI_Barrier -------------------------------------------------------------
 dp_ctl reset > /dev/null

@@ -7,7 +7,10 @@
 # what Slurm exports (the pool, IBMCAST_NODE) reaches the tasks, besides
 # the simulated fabric's socket, which on a cluster is the HCA. Every
 # broadcast is verified on every rank, and the summaries show they went
-# over multicast on the groups Slurm's plugin reserved.
+# over multicast on the groups Slurm's plugin reserved. Then, with each
+# MPI, every mapped collective (comm_kinds_mpi: MPI_Bcast, MPI_Allreduce,
+# MPI_Allgather, MPI_Barrier on communicators of every kind) and the
+# Fortran program (MPI_BCAST, MPI_ALLREDUCE), on 4 tasks.
 
 # shellcheck disable=SC1091
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
@@ -27,12 +30,18 @@ need_file "$SHIM" "libjob/libibmcast_mpi.so (configure --with-mpi)"
 need_file "$MPROG" "tests/mpi/bcast_mpi"
 need_file "$COMP" "ompi/mca_coll_ibmcast.so (configure --with-openmpi)"
 need_file "$OPROG" "tests/mpi/bcast_ompi"
+MKPROG=$top_builddir/tests/mpi/comm_kinds_mpi
+OKPROG=$top_builddir/tests/mpi/comm_kinds_ompi
+need_file "$MKPROG" "tests/mpi/comm_kinds_mpi"
+need_file "$OKPROG" "tests/mpi/comm_kinds_ompi"
+need_cmd mpifort.mpich mpich
+need_cmd mpifort.openmpi libopenmpi-dev
 need_cmd ompi_info openmpi-bin
 [ -e /usr/lib/x86_64-linux-gnu/slurm-wlm/mpi_pmix.so ] ||
 	[ -n "$(find /usr/lib -name mpi_pmix.so 2> /dev/null | head -n 1)" ] ||
 	bail_out "Slurm's mpi/pmix plugin is missing (Debian package slurm-wlm-basic-plugins)"
 
-plan 10
+plan 16
 
 # Ranks of the sanitizer build: MPICH's and Open MPI's own leaks at exit
 # cannot be named to suppress (as in mpi_shim.sh and ompi_coll.sh).
@@ -104,3 +113,52 @@ is "$(cat "$tmp"/ompi.? | grep -c '^coll_ibmcast: rank 0: communicators: 3 mappe
 	"Open MPI: world, its dup and split mapped, each with a pool group, in both runs"
 ok "$([ "$(dp_total_link_bytes)" -gt $((8 * 1048576)) ]; echo $?)" \
 	"the fabric's links carried the broadcasts ($(dp_total_link_bytes) bytes)"
+
+# --- every collective, and Fortran, under srun --------------------------------
+for f in mpich openmpi; do
+	mpifort.$f -o "$tmp/bcast_f.$f" "$top_srcdir/tests/mpi/bcast_f.f90" \
+		> "$tmp/bcast_f.$f.build" 2>&1 ||
+		bail_out "mpifort.$f cannot build tests/mpi/bcast_f.f90: $(cat "$tmp/bcast_f.$f.build")"
+done
+# (the Fortran programs are not built with the sanitizer: its runtime first)
+fpreload=$(ldd "$SHIM" | awk '/libasan|libubsan/ { printf "%s:", $3 }')
+kinds='^comm_kinds_mpi: rank [0-9]+: [0-9]+ communicators, [0-9]+ calls verified, 0 errors$'
+fort='^bcast_f: rank [0-9]+: [0-9]+ broadcasts verified, 0 errors$'
+
+out=$tmp/mpich.kinds
+launch "$out" 4 pmi2 LD_PRELOAD="$SHIM" IBMCAST_MPI_VERBOSE=1 -- "$MKPROG" 5
+is "$?/$(grep -cE "$kinds" "$out")" 0/4 \
+	"MPICH + shim under srun: every MPI_Bcast, MPI_Allreduce, MPI_Allgather and MPI_Barrier verified on every communicator" ||
+	diag "$(grep -v ' ok$' "$out" | tail -n 20)"
+ok "$(for c in MPI_Bcast MPI_Barrier MPI_Allgather MPI_Allreduce; do
+	grep -qE "^ibmcast_mpi: rank 0: [1-9][0-9]* $c over ibmcast " "$out" || exit 1
+      done
+      grep -qE '^ibmcast_mpi: rank 0: [0-9]+ MPI_Bcast over ibmcast \(mcast [1-9]' "$out"; echo $?)" \
+	"  the shim took each of the four collectives, broadcasts over multicast" ||
+	diag "$(grep '^ibmcast_mpi: rank 0' "$out")"
+out=$tmp/mpich.fortran
+launch "$out" 4 pmi2 LD_PRELOAD="$fpreload$SHIM" IBMCAST_MPI_VERBOSE=1 -- \
+	"$tmp/bcast_f.mpich"
+is "$?/$(grep -cE "$fort" "$out")/$(grep -cE '^ibmcast_mpi: rank 0: [1-9][0-9]* MPI_Bcast over ibmcast \(mcast [1-9]' "$out")" \
+	0/4/1 "MPICH Fortran under srun: every MPI_BCAST verified, over multicast by the shim" ||
+	diag "$(grep -v ' ok$' "$out" | tail -n 20)"
+
+oenv=(OMPI_MCA_mca_base_component_path="$ompi_path" OMPI_MCA_btl=self,tcp
+      OMPI_MCA_coll_ibmcast_verbose=1)
+out=$tmp/ompi.kinds
+launch "$out" 4 pmix "${oenv[@]}" -- "$OKPROG" 5
+is "$?/$(grep -cE "$kinds" "$out")" 0/4 \
+	"Open MPI + coll/ibmcast under srun: every MPI_Bcast, MPI_Allreduce, MPI_Allgather and MPI_Barrier verified on every communicator" ||
+	diag "$(grep -v ' ok$' "$out" | tail -n 20)"
+ok "$(for c in MPI_Bcast MPI_Barrier MPI_Allgather MPI_Allreduce; do
+	grep -qE "^coll_ibmcast: rank 0: $c: [0-9]+ over multicast, [0-9]+ point-to-point by libibmcast.*, 0 passed" "$out" || exit 1
+      done
+      grep -qE '^coll_ibmcast: rank 0: MPI_Bcast: [1-9][0-9]* over multicast' "$out"; echo $?)" \
+	"  the component took each of the four collectives, none passed on, broadcasts over multicast" ||
+	diag "$(grep '^coll_ibmcast: rank 0' "$out")"
+out=$tmp/ompi.fortran
+launch "$out" 4 pmix "${oenv[@]}" LD_PRELOAD="$fpreload" -- \
+	"$tmp/bcast_f.openmpi"
+is "$?/$(grep -cE "$fort" "$out")/$(grep -cE '^coll_ibmcast: rank 0: MPI_Bcast: [1-9][0-9]* over multicast' "$out")" \
+	0/4/1 "Open MPI Fortran under srun: every MPI_BCAST verified, over multicast by the component" ||
+	diag "$(grep -v ' ok$' "$out" | tail -n 20)"

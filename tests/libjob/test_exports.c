@@ -14,6 +14,7 @@ int main(void)
 	static const char *const pub[] = {
 		"ibmc_init", "ibmc_finalize", "ibmc_context_rank",
 		"ibmc_context_size", "ibmc_comm_create", "ibmc_comm_create_attr",
+		"ibmc_pool_free",
 		"ibmc_comm_free",
 		"ibmc_comm_rank", "ibmc_comm_size", "ibmc_comm_mcast_state",
 		"ibmc_bcast", "ibmc_comm_set_bcast_algo",
