@@ -2,6 +2,8 @@
 /* Modeled time on transports that keep a modeled clock (see model.h). */
 #include "config.h"
 
+#include <stdlib.h>
+
 #include "libjob/model.h"
 
 static int modeled(const struct ibmc_context *ctx)
@@ -32,6 +34,34 @@ void ibmc__model_take_at(struct ibmc_context *ctx, uint64_t arrival_ns)
 void ibmc__model_take(struct ibmc_context *ctx)
 {
 	ibmc__model_take_at(ctx, ctx->pkt_model_ns);
+}
+
+uint64_t ibmc__model_defer(struct ibmc_context *ctx)
+{
+	if (!modeled(ctx) || ctx->pkt_taken)
+		return 0;
+	ctx->pkt_taken = 1;
+	ctx->model_pending = 1;
+	return ctx->pkt_model_ns;
+}
+
+static int by_arrival(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+void ibmc__model_charge(struct ibmc_context *ctx, uint64_t *arrival_ns,
+			size_t n)
+{
+	size_t i;
+
+	if (!modeled(ctx) || !n)
+		return;
+	qsort(arrival_ns, n, sizeof(*arrival_ns), by_arrival);
+	for (i = 0; i < n; i++)
+		ctx->ops->model_take(ctx->tr, arrival_ns[i]);
 }
 
 uint64_t ibmc__model_arrival(const struct ibmc_context *ctx)

@@ -11,13 +11,18 @@
  * to loss recovery cost nothing. After such a take the engine takes no
  * other packet before every collective has progressed once, so a rank
  * reacts to each needed message in turn however many were waiting in its
- * socket. Sends that loss recovery or real-time timers make (resends,
+ * socket. Collectives whose ranks need messages from several peers at
+ * once (ring and recursive-doubling allgather and allreduce, the n-way
+ * barrier) defer their takes and charge them where the algorithm consumes
+ * them, a round's messages in modeled-arrival order, so that their clock
+ * does not depend on the real-time order the messages came in. Sends that loss recovery or real-time timers make (resends,
  * NACKs, pulls, probes, repeated acks and FINs) are quiet: no modeled
  * cost here nor in the data plane's queues.
  */
 #ifndef IBMCAST_LIBJOB_MODEL_H
 #define IBMCAST_LIBJOB_MODEL_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "libjob/context.h"
@@ -33,6 +38,16 @@ void ibmc__model_take(struct ibmc_context *ctx);
 /* Charge a message the collective needs that arrived at arrival_ns, in
  * place of the packet being input (at most one charge per packet). */
 void ibmc__model_take_at(struct ibmc_context *ctx, uint64_t arrival_ns);
+/* The collective needs the packet being input but consumes it later, at
+ * a point its algorithm fixes (a round complete, a receive done): marks
+ * it taken (and the engine busy, as a take does) without charging it,
+ * and returns its modeled arrival for ibmc__model_charge. */
+uint64_t ibmc__model_defer(struct ibmc_context *ctx);
+/* The collective consumes n deferred messages at once: each is charged
+ * as a take, max(clock, arrival) + o_r, in modeled-arrival order (the
+ * array is sorted in place), whatever order real time brought them in. */
+void ibmc__model_charge(struct ibmc_context *ctx, uint64_t *arrival_ns,
+			size_t n);
 /* The modeled arrival of the packet being input. */
 uint64_t ibmc__model_arrival(const struct ibmc_context *ctx);
 /* A taken packet awaits a progress pass: receive nothing more now. */

@@ -135,6 +135,32 @@ int ibmc__msgs_send(struct ibmc__msgs *m, int slot, int peer, uint32_t word,
 	return 0;
 }
 
+void ibmc__msgs_consume(struct ibmc__msgs *m, int first, int n)
+{
+	uint64_t arrival[64], *a = arrival;
+	size_t k = 0;
+	int i;
+
+	if (first < 0 || n <= 0 || first + n > m->nslots)
+		return;
+	if ((size_t)n > sizeof(arrival) / sizeof(arrival[0])) {
+		a = malloc((size_t)n * sizeof(*a));
+		if (!a)
+			return;		/* unmodeled rather than wrong */
+	}
+	for (i = first; i < first + n; i++) {
+		struct ibmc__msg_in *in = &m->in[i];
+
+		if (in->got && !in->charged && in->peer >= 0) {
+			in->charged = 1;
+			a[k++] = in->model_ns;
+		}
+	}
+	ibmc__model_charge(m->task->comm->ctx, a, k);
+	if (a != arrival)
+		free(a);
+}
+
 int ibmc__msgs_input(struct ibmc__msgs *m, const struct ibmc__hdr *h,
 		     const unsigned char *payload, size_t plen)
 {
@@ -163,7 +189,8 @@ int ibmc__msgs_input(struct ibmc__msgs *m, const struct ibmc__hdr *h,
 		memcpy(in->data, payload, plen);
 		in->len = plen;
 	}
-	ibmc__model_take(c->ctx);
+	/* charged when its round is consumed (ibmc__msgs_consume) */
+	in->model_ns = ibmc__model_defer(c->ctx);
 	in->got = 1;
 	in->word = h->b;
 	now = ibmc__task_now();

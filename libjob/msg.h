@@ -35,6 +35,8 @@ struct ibmc__msg_in {
 	uint32_t word;
 	unsigned char *data;	/* the payload, malloc'ed */
 	size_t len;
+	uint64_t model_ns;	/* modeled arrival, charged when consumed */
+	int charged;
 	int64_t wait_since;	/* us: waited for since, 0: not yet */
 	int64_t next_pull;	/* us */
 	int64_t first_pull;	/* us, 0: never pulled */
@@ -58,6 +60,10 @@ void ibmc__msgs_expect(struct ibmc__msgs *m, int slot, int peer);
 void ibmc__msgs_wait(struct ibmc__msgs *m, int slot, int64_t now);
 /* Slot arrived? */
 int ibmc__msgs_got(const struct ibmc__msgs *m, int slot);
+
+/* The algorithm consumes slots first .. first + n - 1, all arrived:
+ * charges those not charged yet in modeled-arrival order (model.h). */
+void ibmc__msgs_consume(struct ibmc__msgs *m, int first, int n);
 
 /* Send slot to peer (data copied, len up to a datagram). 0 or -errno. */
 int ibmc__msgs_send(struct ibmc__msgs *m, int slot, int peer, uint32_t word,

@@ -99,6 +99,15 @@ static void send_frag(struct ibmc__xfers *xs, struct ibmc__xfer *x,
 		x->t_model[f] = ibmc__model_clock(ctx);
 }
 
+/* The fragments the window allows. */
+static void send_window(struct ibmc__xfers *xs, struct ibmc__xfer *x)
+{
+	uint32_t w = (uint32_t)xs->task->comm->ctx->env.window;
+
+	while (x->next < x->nfrags && x->next < x->acked + w)
+		send_frag(xs, x, x->next++, 0);
+}
+
 static void send_ack(struct ibmc__xfers *xs, struct ibmc__xfer *x)
 {
 	struct ibmc__hdr h;
@@ -115,7 +124,10 @@ static void send_ack(struct ibmc__xfers *xs, struct ibmc__xfer *x)
 	fill(xs, &h, IBMC__K_XACK, x->tag);
 	h.a = x->have;
 	h.mask = m;
+	/* reliability, not modeled (xfer.h) */
+	ibmc__model_quiet_on(xs->task->comm->ctx);
 	ibmc__send_pkt(xs->task->comm, x->peer, &h, NULL, 0);
+	ibmc__model_quiet_off(xs->task->comm->ctx);
 	x->acked_have = x->have;
 }
 
@@ -136,23 +148,37 @@ int ibmc__xfer_post(struct ibmc__xfers *xs, int i, int send, int peer,
 	x->len = len;
 	x->fragsz = (uint32_t)(mtu - IBMC__WIRE_XDATA);
 	x->nfrags = len ? (uint32_t)((len + x->fragsz - 1) / x->fragsz) : 1;
+	x->t_model = calloc(x->nfrags, sizeof(*x->t_model));
+	if (!x->t_model)
+		return -ENOMEM;
 	if (!send) {
 		x->got = calloc((size_t)x->nfrags / 8 + 1, 1);
 		if (!x->got)
 			return -ENOMEM;
-	} else {
-		x->t_model = calloc(x->nfrags, sizeof(*x->t_model));
-		if (!x->t_model)
-			return -ENOMEM;
 	}
 	x->t_progress = ibmc__task_now();
 	x->posted = 1;
+	/* At once: the send follows in modeled time what made the
+	 * algorithm post it, not whatever else one progress pass takes. */
+	if (send)
+		send_window(xs, x);
 	return 0;
 }
 
-int ibmc__xfer_done(const struct ibmc__xfers *xs, int i)
+static void consume(struct ibmc__xfers *xs, struct ibmc__xfer *x)
 {
-	return i >= 0 && i < xs->n && xs->x[i].done;
+	if (x->send || x->charged)
+		return;
+	x->charged = 1;
+	ibmc__model_charge(xs->task->comm->ctx, x->t_model, x->nfrags);
+}
+
+int ibmc__xfer_done(struct ibmc__xfers *xs, int i)
+{
+	if (i < 0 || i >= xs->n || !xs->x[i].done)
+		return 0;
+	consume(xs, &xs->x[i]);
+	return 1;
 }
 
 static struct ibmc__xfer *find(struct ibmc__xfers *xs, int send, int peer,
@@ -206,7 +232,8 @@ static void on_data(struct ibmc__xfers *xs, const struct ibmc__hdr *h,
 		}
 		return;
 	}
-	ibmc__model_take(xs->task->comm->ctx);
+	/* charged when the algorithm consumes the receive */
+	x->t_model[f] = ibmc__model_defer(xs->task->comm->ctx);
 	if (plen)
 		memcpy(x->buf + (size_t)f * x->fragsz, payload, plen);
 	x->got[f >> 3] |= 1 << (f & 7);
@@ -236,7 +263,6 @@ static void on_ack(struct ibmc__xfers *xs, const struct ibmc__hdr *h)
 	if (!x || x->done || h->a > x->nfrags)
 		return;
 	if (h->a > x->acked || (h->a == x->acked && (h->mask & ~x->amask))) {
-		ibmc__model_take(xs->task->comm->ctx);
 		x->t_progress = now;
 		x->backoff = 0;
 		xs->progress_ms = ibmc__now_ms();
@@ -276,7 +302,6 @@ void ibmc__xfers_input(struct ibmc__xfers *xs, const struct ibmc__hdr *h,
 int64_t ibmc__xfers_progress(struct ibmc__xfers *xs, int64_t now)
 {
 	struct ibmc_comm *c = xs->task->comm;
-	uint32_t w = (uint32_t)c->ctx->env.window;
 	int64_t next = INT64_MAX, rto, due;
 	int i;
 
@@ -287,8 +312,7 @@ int64_t ibmc__xfers_progress(struct ibmc__xfers *xs, int64_t now)
 
 		if (!x->posted || x->done || !x->send)
 			continue;
-		while (x->next < x->nfrags && x->next < x->acked + w)
-			send_frag(xs, x, x->next++, 0);
+		send_window(xs, x);
 		due = x->t_progress + (rto << x->backoff);
 		if (now >= due) {
 			/* Nothing heard: the first unacknowledged few. */
@@ -307,13 +331,16 @@ int64_t ibmc__xfers_progress(struct ibmc__xfers *xs, int64_t now)
 	return next;
 }
 
-int ibmc__xfers_all_done(const struct ibmc__xfers *xs)
+int ibmc__xfers_all_done(struct ibmc__xfers *xs)
 {
 	int i;
 
 	for (i = 0; i < xs->n; i++)
 		if (xs->x[i].posted && !xs->x[i].done)
 			return 0;
+	for (i = 0; i < xs->n; i++)
+		if (xs->x[i].posted)
+			consume(xs, &xs->x[i]);
 	return 1;
 }
 

@@ -40,8 +40,12 @@ struct ibmc__xfer {
 	int64_t t_progress;	/* us: last new ack (or first send) */
 	int64_t t_resend;	/* us: last resend on a gap report */
 	int backoff;
-	uint64_t *t_model;	/* modeled time each fragment first went
-				 * (model.h: its resends carry it) */
+	uint64_t *t_model;	/* send: modeled time each fragment first
+				 * went (model.h: its resends carry it);
+				 * receive: each fragment's modeled
+				 * arrival, charged when the receive is
+				 * consumed */
+	int charged;		/* receive: its fragments were charged */
 	/* receiver */
 	unsigned char *got;	/* bitmap */
 	uint32_t have, top, acked_have;
@@ -65,7 +69,14 @@ void ibmc__xfers_fini(struct ibmc__xfers *xs);
  * buf stays valid until the transfer is done. 0 or -errno. */
 int ibmc__xfer_post(struct ibmc__xfers *xs, int i, int send, int peer,
 		    uint32_t tag, void *buf, size_t len);
-int ibmc__xfer_done(const struct ibmc__xfers *xs, int i);
+/* Slot i done? A receive's first "done" consumes it: its fragments are
+ * charged in modeled time then, in modeled-arrival order, so that a
+ * rank's clock follows the rounds in the algorithm's order and not the
+ * real-time order of several peers' data (model.h). Acknowledgments are
+ * reliability over datagrams, as a reliable connection's are hardware:
+ * they cost no modeled time. A send is posted with its first window sent
+ * at once. */
+int ibmc__xfer_done(struct ibmc__xfers *xs, int i);
 
 /* An XDATA or XACK datagram of this task (also after it completed). */
 void ibmc__xfers_input(struct ibmc__xfers *xs, const struct ibmc__hdr *h,
@@ -82,8 +93,9 @@ void ibmc__xfers_task_input(struct ibmc__task *t, const struct ibmc__hdr *h,
 			    int is_mcast);
 int64_t ibmc__xfers_task_deadline(const struct ibmc__task *t);
 
-/* 1 when every posted transfer is done. */
-int ibmc__xfers_all_done(const struct ibmc__xfers *xs);
+/* 1 when every posted transfer is done; then consumes the receives not
+ * consumed yet, in slot order. */
+int ibmc__xfers_all_done(struct ibmc__xfers *xs);
 
 /* 0, or why the task must fail: the peers disagree (-EMSGSIZE, -EINVAL),
  * or nothing moved for IBMCAST_BCAST_TIMEOUT_MS (-ETIMEDOUT). */

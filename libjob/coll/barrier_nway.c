@@ -110,6 +110,10 @@ static int round_done(struct ibmc__task *t, struct nway *w, int r,
 		ibmc__msgs_wait(&w->m, slot, now);
 		done = 0;
 	}
+	/* Consumed: its messages are charged in modeled-arrival order,
+	 * before the next round's sends, however real time brought them. */
+	if (done)
+		ibmc__msgs_consume(&w->m, slot_of(w, r, 1), w->n);
 	return done;
 }
 
