@@ -104,12 +104,24 @@ static void fill_hdr(const struct ibmc__msgs *m, struct ibmc__hdr *h,
 static int send_out(struct ibmc__msgs *m, int slot, int retx)
 {
 	struct ibmc__msg_out *o = &m->out[slot];
+	struct ibmc_context *ctx = m->task->comm->ctx;
 	struct ibmc__hdr h;
+	int rc;
 
 	fill_hdr(m, &h, IBMC__K_MSG, slot);
 	h.b = o->word;
 	h.flags = retx ? IBMC__F_RETX : 0;
-	return ibmc__send_pkt(m->task->comm, o->peer, &h, o->data, o->len);
+	if (!retx) {
+		rc = ibmc__send_pkt(m->task->comm, o->peer, &h, o->data,
+				    o->len);
+		o->t_model = ibmc__model_clock(ctx);
+		return rc;
+	}
+	/* loss recovery: arrives in the model as the first send would */
+	ibmc__model_resend_on(ctx, o->t_model);
+	rc = ibmc__send_pkt(m->task->comm, o->peer, &h, o->data, o->len);
+	ibmc__model_resend_off(ctx);
+	return rc;
 }
 
 int ibmc__msgs_send(struct ibmc__msgs *m, int slot, int peer, uint32_t word,

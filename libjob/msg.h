@@ -27,6 +27,8 @@ struct ibmc__msg_out {
 	uint32_t word;
 	unsigned char *data;	/* a copy, for pulls */
 	size_t len;
+	uint64_t t_model;	/* modeled time it first went (model.h:
+				 * an answer to a pull carries it) */
 };
 
 struct ibmc__msg_in {

@@ -34,6 +34,7 @@ TESTS += tests/integration/libjob_early_exit.sh
 # Modeled time (README, "Modeled time on the simulated fabric").
 TESTS += tests/integration/model_closed_forms.sh \
 	tests/integration/model_host_independent.sh \
+	tests/integration/model_order_independent.sh \
 	tests/integration/model_contention.sh
 if BUILD_SPANK
 TESTS += tests/integration/libjob_pmi2.sh

@@ -1,0 +1,85 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-3-Clause
+# Modeled time does not depend on the real-time order in which a rank
+# takes the messages it needs from several peers at once (model.h): ring
+# allgather, recursive-doubling and Rabenseifner allreduce and the n-way
+# barrier on 8 ranks give the same modeled times (within 2%; they are
+# meant to be exact) run twice idle and once under a CPU hog (one busy
+# loop per core, stopped by PID), which reorders what real time delivers.
+
+# shellcheck disable=SC1091
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
+# shellcheck disable=SC1091
+. "$top_srcdir/tests/lib-libjob.sh"
+
+COLL_CHECK=$top_builddir/tests/libjob/coll_check
+BARRIER_CHECK=$top_builddir/tests/libjob/barrier_check
+libjob_need
+need_file "$COLL_CHECK" "tests/libjob/coll_check"
+need_file "$BARRIER_CHECK" "tests/libjob/barrier_check"
+CASES=(
+	"allgather ring|$COLL_CHECK --coll allgather --algo ring --sizes 8,4000 --reps 5"
+	"allreduce recursive_doubling|$COLL_CHECK --coll allreduce --case i64sum --algo recursive_doubling --sizes 1,500 --reps 5"
+	"allreduce rabenseifner|$COLL_CHECK --coll allreduce --case i64sum --algo rabenseifner --sizes 64 --reps 5"
+	"barrier nway:1|$BARRIER_CHECK --algo nway:1 --iters 20"
+	"barrier nway:3|$BARRIER_CHECK --algo nway:3 --iters 20"
+)
+plan $((3 * ${#CASES[@]} + 2 * ${#CASES[@]}))
+sim_up --hosts 8 --radix 8 || bail_out "fabric did not come up"
+# shellcheck disable=SC1091
+. "$SIM_DIR/env"
+libjob_reserve 302 'node[1-8]' 1 || bail_out "job 302 not ready"
+
+# model_times OUT: the modeled times of a run's timing lines, one a line
+model_times() {
+	grep -E '^time |model_us=' <<< "$1" | grep -oE 'model_us=[0-9.]+' |
+		cut -d= -f2
+}
+
+# runs LABEL: every case once; its modeled times in TIMES[case]
+runs() {
+	local i name cmd out rc
+	for i in "${!CASES[@]}"; do
+		name=${CASES[i]%%|*} cmd=${CASES[i]#*|}
+		rc=0
+		# shellcheck disable=SC2086
+		out=$("$IBMCAST_RUN" -n 8 --nodes 'node[1-8]' --job 302 \
+			--timeout 120 -- $cmd --timing 2>&1) || rc=$?
+		TIMES[i]=$(model_times "$out" | tr '\n' ' ')
+		ok $((rc != 0 || ${#TIMES[i]} == 0)) \
+			"$1: $name: modeled us ${TIMES[i]:-?}" ||
+			diag "exit $rc: $cmd" "$(tail -n 20 <<< "$out")"
+	done
+}
+
+# same A B: every modeled time of A within 2% of B's
+same() {
+	local a=($1) b=($2) k
+	[ ${#a[@]} -gt 0 ] && [ ${#a[@]} = ${#b[@]} ] || return 1
+	for k in "${!a[@]}"; do
+		within_2pct "${a[k]}" "${b[k]}" || return 1
+	done
+}
+
+declare -a TIMES
+runs "idle"
+first=("${TIMES[@]}")
+runs "idle again"
+again=("${TIMES[@]}")
+HOG=()
+for ((i = 0; i < $(nproc); i++)); do
+	( while :; do :; done ) &
+	HOG+=($!)
+done
+at_exit "kill ${HOG[*]} 2> /dev/null"
+runs "under a CPU hog"
+busy=("${TIMES[@]}")
+kill "${HOG[@]}" 2> /dev/null
+
+for i in "${!CASES[@]}"; do
+	name=${CASES[i]%%|*}
+	same "${again[i]}" "${first[i]}"
+	ok $? "$name: idle twice: ${first[i]}/ ${again[i]}"
+	same "${busy[i]}" "${first[i]}"
+	ok $? "$name: idle ${first[i]}/ busy ${busy[i]}"
+done
