@@ -28,6 +28,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "sim-fabric/dataplane_timeline.h"
 #include "sim-fabric/dataplane_wire.h"
 #include "sim-fabric/fabric_model.h"
 
@@ -96,8 +97,8 @@ struct dp_model {
 	uint32_t gap_ns;	/* HCA: least time between two messages */
 	uint32_t hdr_bytes;	/* per packet on the wire (UD headers) */
 	uint32_t grh_bytes;	/* more per multicast packet (GRH) */
-	uint64_t *link_busy;	/* [nlink]: modeled time free again */
-	uint64_t *hca_busy;	/* [nnode] */
+	struct dp_timeline *link_busy;	/* [nlink]: modeled busy times */
+	struct dp_timeline *hca_busy;	/* [nnode] */
 };
 
 int dp_model_init(struct dataplane *dp, const char *preset);

@@ -11,6 +11,7 @@ sim_fabric_ibmcast_dataplane_SOURCES = \
 	sim-fabric/dataplane_fwd.c sim-fabric/dataplane_ep.c \
 	sim-fabric/dataplane_ctl.c sim-fabric/dataplane_sa.c \
 	sim-fabric/dataplane_model.c sim-fabric/dataplane_topo.c \
+	sim-fabric/dataplane_timeline.c sim-fabric/dataplane_timeline.h \
 	sim-fabric/fabric_model.c sim-fabric/fabric_model.h \
 	sim-fabric/fabric_merge.c
 sim_fabric_ibmcast_dataplane_LDADD = common/libibmcast_common.la \

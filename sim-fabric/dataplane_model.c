@@ -34,7 +34,8 @@ int dp_model_preset(struct dp_model *m, const char *name)
 
 	for (i = 0; i < sizeof(presets) / sizeof(presets[0]); i++)
 		if (!strcmp(presets[i].name, name)) {
-			uint64_t *lb = m->link_busy, *hb = m->hca_busy;
+			struct dp_timeline *lb = m->link_busy;
+			struct dp_timeline *hb = m->hca_busy;
 
 			*m = presets[i];
 			m->link_busy = lb;
@@ -50,8 +51,8 @@ int dp_model_init(struct dataplane *dp, const char *preset)
 
 	if (dp_model_preset(m, preset ? preset : "hdr"))
 		return -ENOENT;
-	m->link_busy = calloc((size_t)dp->fm.nlink + 1, sizeof(uint64_t));
-	m->hca_busy = calloc((size_t)dp->fm.nnode + 1, sizeof(uint64_t));
+	m->link_busy = calloc((size_t)dp->fm.nlink + 1, sizeof(*m->link_busy));
+	m->hca_busy = calloc((size_t)dp->fm.nnode + 1, sizeof(*m->hca_busy));
 	if (!m->link_busy || !m->hca_busy) {
 		dp_model_free(dp);
 		return -ENOMEM;
@@ -96,25 +97,22 @@ uint64_t dp_model_inject(struct dataplane *dp, int hca, uint64_t t,
 			 size_t len, bool mc, bool charge)
 {
 	struct dp_model *m = &dp->model;
-	uint64_t start = t > m->hca_busy[hca] ? t : m->hca_busy[hca];
 	uint64_t occ = wire_ns(wire_bytes(m, len, mc), m->inj_gbps);
 
 	if (!charge)
 		return t;
-	m->hca_busy[hca] = start + (occ > m->gap_ns ? occ : m->gap_ns);
-	return start;
+	return dp_timeline_reserve(&m->hca_busy[hca], t,
+				   occ > m->gap_ns ? occ : m->gap_ns);
 }
 
 uint64_t dp_model_link(struct dataplane *dp, int link, uint64_t ready,
 		       size_t len, bool mc, bool charge)
 {
 	struct dp_model *m = &dp->model;
-	uint64_t start = ready > m->link_busy[link] ? ready :
-						       m->link_busy[link];
 
 	if (!charge)
 		return ready;
-	m->link_busy[link] = start + wire_ns(wire_bytes(m, len, mc),
-					     m->link_gbps);
-	return start;
+	return dp_timeline_reserve(&m->link_busy[link], ready,
+				   wire_ns(wire_bytes(m, len, mc),
+					   m->link_gbps));
 }

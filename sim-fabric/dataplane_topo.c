@@ -149,9 +149,9 @@ static int grow_arrays(struct dataplane *dp, int nnode, int nlink,
 
 	if (grow(&dp->lc, sizeof(*dp->lc), ol + 1, nl) ||
 	    grow(&dp->faults.link_loss, sizeof(double), ol + 1, nl) ||
-	    grow(&dp->model.link_busy, sizeof(uint64_t), ol + 1, nl) ||
+	    grow(&dp->model.link_busy, sizeof(*dp->model.link_busy), ol + 1, nl) ||
 	    grow(&dp->link_down, sizeof(*dp->link_down), ol + 1, nl) ||
-	    grow(&dp->model.hca_busy, sizeof(uint64_t), on + 1, nn) ||
+	    grow(&dp->model.hca_busy, sizeof(*dp->model.hca_busy), on + 1, nn) ||
 	    grow(&dp->hca_eps, sizeof(*dp->hca_eps), on, nn) ||
 	    grow(&dp->next_qpn, sizeof(*dp->next_qpn), on, nn))
 		return -ENOMEM;
