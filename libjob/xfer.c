@@ -355,6 +355,16 @@ int ibmc__xfers_check(const struct ibmc__xfers *xs)
 	return 0;
 }
 
+int ibmc__xfers_result(const struct ibmc__xfers *xs, int finished)
+{
+	int rc;
+
+	if (finished && ibmc__xfers_all_done(xs))
+		return 0;
+	rc = ibmc__xfers_check(xs);
+	return rc ? rc : IBMC_INPROGRESS;
+}
+
 void ibmc__xfers_task_input(struct ibmc__task *t, const struct ibmc__hdr *h,
 			    const unsigned char *payload, size_t plen,
 			    int is_mcast)

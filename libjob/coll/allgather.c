@@ -53,6 +53,14 @@ static int pow2(int n)
 	return n > 0 && !(n & (n - 1));
 }
 
+void ibmc__ag_count(struct ibmc_comm *c, int rc, int algo)
+{
+	if (!rc)
+		c->st.allgathers++;
+	c->last_algo[IBMC__C_ALLGATHER] = algo;
+	c->last_param[IBMC__C_ALLGATHER] = 0;
+}
+
 static int choose(struct ibmc_comm *c, int blocking)
 {
 	int a = c->algo[IBMC__C_ALLGATHER];

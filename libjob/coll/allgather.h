@@ -25,6 +25,10 @@ extern const struct ibmc__task_ops ibmc__allgather_shm_ops;
 
 struct ibmc_comm;
 
+/* An allgather ended with rc, by algorithm algo: count it (coll/
+ * allgather.c). */
+void ibmc__ag_count(struct ibmc_comm *c, int rc, int algo);
+
 /* The multicast allgather (coll/allgather_mcast.c), blocking, ctx->lock
  * held, own block in place. 0 or -errno. */
 int ibmc__allgather_mcast(struct ibmc_comm *c, void *recvbuf,

@@ -138,9 +138,6 @@ int ibmc__allgather_mcast(struct ibmc_comm *c, void *recvbuf, size_t blocklen)
 	rc = t->max_local >= 2 ? per_node(c, t, recvbuf, blocklen) :
 	     per_rank(c, recvbuf, blocklen);
 	ibmc__inner_end(c, &mark, false);
-	if (!rc)
-		c->st.allgathers++;
-	c->last_algo[IBMC__C_ALLGATHER] = IBMC__AG_MCAST;
-	c->last_param[IBMC__C_ALLGATHER] = 0;
+	ibmc__ag_count(c, rc, IBMC__AG_MCAST);
 	return rc;
 }

@@ -76,19 +76,14 @@ static int progress(struct ibmc__task *t, int64_t now)
 		}
 	}
 	ibmc__xfers_progress(&d->xs, now);
-	if (!d->rounds || (ibmc__xfers_all_done(&d->xs) &&
-			   d->xs.x[2 * d->rounds - 1].posted))
+	if (!d->rounds)
 		return 0;
-	rc = ibmc__xfers_check(&d->xs);
-	return rc ? rc : IBMC_INPROGRESS;
+	return ibmc__xfers_result(&d->xs, d->xs.x[2 * d->rounds - 1].posted);
 }
 
 static void complete(struct ibmc__task *t, int rc)
 {
-	if (!rc)
-		t->comm->st.allgathers++;
-	t->comm->last_algo[IBMC__C_ALLGATHER] = IBMC__AG_RD;
-	t->comm->last_param[IBMC__C_ALLGATHER] = 0;
+	ibmc__ag_count(t->comm, rc, IBMC__AG_RD);
 }
 
 static void fini(struct ibmc__task *t)

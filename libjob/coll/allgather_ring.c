@@ -61,18 +61,12 @@ static int progress(struct ibmc__task *t, int64_t now)
 				return rc;
 		}
 	ibmc__xfers_progress(&r->xs, now);
-	if (ibmc__xfers_all_done(&r->xs) && r->xs.x[2 * P - 3].posted)
-		return 0;
-	rc = ibmc__xfers_check(&r->xs);
-	return rc ? rc : IBMC_INPROGRESS;
+	return ibmc__xfers_result(&r->xs, r->xs.x[2 * P - 3].posted);
 }
 
 static void complete(struct ibmc__task *t, int rc)
 {
-	if (!rc)
-		t->comm->st.allgathers++;
-	t->comm->last_algo[IBMC__C_ALLGATHER] = IBMC__AG_RING;
-	t->comm->last_param[IBMC__C_ALLGATHER] = 0;
+	ibmc__ag_count(t->comm, rc, IBMC__AG_RING);
 }
 
 static void fini(struct ibmc__task *t)

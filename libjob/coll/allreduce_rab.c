@@ -315,11 +315,7 @@ static int progress(struct ibmc__task *t, int64_t now)
 			return rc;
 	}
 	ibmc__xfers_progress(&r->xs, now);
-	if ((r->out || r->gath > last_round(r)) &&
-	    ibmc__xfers_all_done(&r->xs))
-		return 0;
-	rc = ibmc__xfers_check(&r->xs);
-	return rc ? rc : IBMC_INPROGRESS;
+	return ibmc__xfers_result(&r->xs, r->out || r->gath > last_round(r));
 }
 
 static void complete(struct ibmc__task *t, int rc)

@@ -186,10 +186,7 @@ static int progress(struct ibmc__task *t, int64_t now)
 		}
 	}
 	ibmc__xfers_progress(&d->xs, now);
-	if ((d->role || d->round > d->rounds) && ibmc__xfers_all_done(&d->xs))
-		return 0;
-	rc = ibmc__xfers_check(&d->xs);
-	return rc ? rc : IBMC_INPROGRESS;
+	return ibmc__xfers_result(&d->xs, d->role || d->round > d->rounds);
 }
 
 static void complete(struct ibmc__task *t, int rc)

@@ -118,10 +118,7 @@ static int progress(struct ibmc__task *t, int64_t now)
 		}
 	}
 	ibmc__xfers_progress(&r->xs, now);
-	if (r->reduced && ibmc__xfers_all_done(&r->xs))
-		return 0;
-	rc = ibmc__xfers_check(&r->xs);
-	return rc ? rc : IBMC_INPROGRESS;
+	return ibmc__xfers_result(&r->xs, r->reduced);
 }
 
 static void fini(struct ibmc__task *t)
