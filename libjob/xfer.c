@@ -355,7 +355,7 @@ int ibmc__xfers_check(const struct ibmc__xfers *xs)
 	return 0;
 }
 
-int ibmc__xfers_result(const struct ibmc__xfers *xs, int finished)
+int ibmc__xfers_result(struct ibmc__xfers *xs, int finished)
 {
 	int rc;
 

@@ -101,9 +101,10 @@ int ibmc__xfers_all_done(struct ibmc__xfers *xs);
  * or nothing moved for IBMCAST_BCAST_TIMEOUT_MS (-ETIMEDOUT). */
 int ibmc__xfers_check(const struct ibmc__xfers *xs);
 
-/* A transfer task's progress result: 0 when the task has posted all it
+/* A transfer task's progress result (consuming the receives as
+ * ibmc__xfers_all_done does): 0 when the task has posted all it
  * will (finished) and every transfer is done, else ibmc__xfers_check()'s
  * failure, else IBMC_INPROGRESS. */
-int ibmc__xfers_result(const struct ibmc__xfers *xs, int finished);
+int ibmc__xfers_result(struct ibmc__xfers *xs, int finished);
 
 #endif
