@@ -9,6 +9,9 @@
 #define IBMCAST_OMPI_COLL_IBMCAST_H
 
 #include "ompi_config.h"
+
+#include <pthread.h>
+
 #include "ompi/communicator/communicator.h"
 #include "ompi/mca/coll/coll.h"
 
@@ -57,11 +60,21 @@ struct ibmcast_component {
 	int state;
 	ibmc_context_t *ctx;
 	uint32_t drawn;		/* communicator ids drawn as their rank 0 */
+
+	/* Under MPI_THREAD_MULTIPLE threads create, use and free
+	 * communicators at once: lock guards live, freed and held (the
+	 * counters are bumped atomically, IBMCAST_COUNT). */
+	pthread_mutex_t lock;
 	struct ibmcast_module *live;	/* modules holding an ibmc comm */
+	ibmc_comm_stats_t freed;	/* stats of released ibmc comms */
+	/* Pool groups this rank offered to a communicator still being
+	 * agreed on: never offered to another thread's meanwhile, or both
+	 * could agree on one group and the second to create it would find
+	 * it taken on some members only. */
+	uint64_t held;
 
 	struct ibmcast_tally bcast, barrier, allgather, allreduce;
 	unsigned long comms, comms_p2p, comms_failed;
-	ibmc_comm_stats_t freed;	/* stats of released ibmc comms */
 };
 
 OMPI_MODULE_DECLSPEC extern struct ibmcast_component

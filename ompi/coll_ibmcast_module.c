@@ -110,16 +110,25 @@ static int all_agree(struct ompi_communicator_t *comm, int mine)
 /*
  * The members agree on the new communicator's id and pool group
  * (libjob/mpi_map.h) and on whether all can map it (mine), over the
- * allreduce installed before this module; 0 when not.
+ * allreduce installed before this module; 0 when not. *offered: the pool
+ * groups this rank held for it (c->held), released by the caller once the
+ * communicator is created or not.
  */
 static int agree(struct ompi_communicator_t *comm, int mine,
-		 ibmc_comm_attr_t *attr)
+		 ibmc_comm_attr_t *attr, uint64_t *offered)
 {
 	struct ibmcast_component *c = &mca_coll_ibmcast_component;
 	uint64_t v[IBMC__AGREE_LEN], all[IBMC__AGREE_LEN];
 
+	/* (what is free, read under the lock: a group another thread's
+	 * communicator was offered stays held until that one has it) */
+	pthread_mutex_lock(&c->lock);
 	ibmc__mpi_agree_mine(c->ctx, mine, ompi_comm_rank(comm),
 			     c->world_rank, &c->drawn, v);
+	v[1] &= ~c->held;
+	c->held |= v[1];
+	*offered = v[1];
+	pthread_mutex_unlock(&c->lock);
 	if (!comm->c_coll->coll_allreduce ||
 	    comm->c_coll->coll_allreduce(v, all, IBMC__AGREE_LEN,
 					 MPI_UINT64_T, MPI_BAND, comm,
@@ -246,26 +255,33 @@ static void map_comm(ibmcast_module_t *m, struct ompi_communicator_t *comm)
 	ibmc_comm_attr_t attr;
 	const char *why = NULL;
 	int *world = NULL, n = ompi_comm_size(comm), ok;
+	uint64_t offered = 0;
 
-	ok = agree(comm, world_ranks(comm, &world), &attr) &&
+	ok = agree(comm, world_ranks(comm, &world), &attr, &offered) &&
 	     ibmc_comm_create_attr(c->ctx, world, n, &attr, &ic) == 0;
 	free(world);
+	/* (the agreed group, if any, is the communicator's now) */
+	pthread_mutex_lock(&c->lock);
+	c->held &= ~offered;
+	pthread_mutex_unlock(&c->lock);
 	if (!all_agree(comm, ok)) {
 		if (ic)
 			ibmc_comm_free(ic);
-		c->comms_failed++;
+		IBMCAST_COUNT(c->comms_failed);
 		mca_coll_ibmcast_say0("a communicator of %d ranks stays on the previous module's collectives: creating its ibmcast communicator failed on some rank",
 			n);
 		return;
 	}
+	pthread_mutex_lock(&c->lock);
 	m->ic = ic;
 	m->next = c->live;
 	if (c->live)
 		c->live->prev = m;
 	c->live = m;
-	c->comms++;
+	pthread_mutex_unlock(&c->lock);
+	IBMCAST_COUNT(c->comms);
 	if (ibmc_comm_mcast_state(ic, &why)) {
-		c->comms_p2p++;
+		IBMCAST_COUNT(c->comms_p2p);
 		if (c->verbose >= 2)
 			mca_coll_ibmcast_say0("communicator %s (cid %d) of %d ranks without multicast: %s",
 				comm->c_name, (int)comm->c_contextid, n,

@@ -50,13 +50,17 @@ KPROG=$top_builddir/tests/mpi/comm_kinds_ompi
 need_file "$KPROG" "tests/mpi/comm_kinds_ompi"
 PPROG=$top_builddir/tests/mpi/progress_ompi
 need_file "$PPROG" "tests/mpi/progress_ompi"
+TPROG=$top_builddir/tests/mpi/threads_ompi
+need_file "$TPROG" "tests/mpi/threads_ompi"
+CTPROG=$top_builddir/tests/mpi/threads_coll_ompi
+need_file "$CTPROG" "tests/mpi/threads_coll_ompi"
 OSHIM=$top_builddir/libjob/.libs/libibmcast_ompi.so
 MSHIM=$top_builddir/libjob/.libs/libibmcast_mpi.so
 need_file "$OSHIM" "libjob/libibmcast_ompi.so (configure --with-openmpi-shim)"
 need_file "$MSHIM" "libjob/libibmcast_mpi.so (configure --with-mpi, for MPICH)"
 need_file "$IBMCASTCTL" "tools/ibmcastctl"
 
-plan 58
+plan 64
 
 # Under the sanitizer build: Open MPI leaks from its own components at
 # MPI_Finalize, which LeakSanitizer cannot name to suppress; the ranks keep
@@ -147,6 +151,16 @@ field() {
 	sed -n "s/.*[ :(]\([0-9][0-9]*\) $2.*/\1/p" <<< "$1" | head -n 1
 }
 
+# through LINE: the calls of a summary LINE that went through libibmcast
+# (over multicast plus point-to-point); nothing when LINE lacks either
+# (a run that failed before its summary), so a check on it fails cleanly.
+through() {
+	local mc p2p
+	mc=$(field "$1" "over multicast")
+	p2p=$(field "$1" "point-to-point")
+	[ -n "$mc" ] && [ -n "$p2p" ] && echo $((mc + p2p))
+}
+
 # --- MPI_Bcast over multicast ----------------------------------------------
 dp_ctl reset > /dev/null
 rc=0
@@ -200,7 +214,7 @@ is "$(field "$bsum" "non-blocking")" $((CITERS * 3 + 1)) \
 	"comms_ompi: every MPI_Ibcast passed to the previous module, counted as non-blocking"
 ok "$([ "$(field "$bsum" "over multicast")" -gt "$CITERS" ]; echo $?)" \
 	"comms_ompi: broadcasts on the short-lived communicators went over multicast"
-is "$(( $(field "$rsum" "over multicast") + $(field "$rsum" "point-to-point") ))/$(field "$rsum" "communicator not mapped")" \
+is "$(through "$rsum")/$(field "$rsum" "communicator not mapped")" \
 	"$((CITERS * 3 + 1))/0" \
 	"comms_ompi: every MPI_Barrier of rank 0 went through libibmcast"
 ok "$([ "$(rx_minus_tx)" -gt 0 ]; echo $?)" \
@@ -231,6 +245,57 @@ is "$(field "$csum" "mapped")" "$((${kmade:-0} + 1 + 60))" \
 read -r kshared ksplit < <(pool_groups "$tmp/kinds.out")
 ok "$([ "${kshared:-0}" -gt 60 ] && [ "$ksplit" = 0 ]; echo $?)" \
 	"comm_kinds_ompi: the members of each of ${kshared:-no} communicators took the same pool group ($ksplit split)"
+
+# --- MPI_THREAD_MULTIPLE ----------------------------------------------------
+# threads_mpi (see mpi_shim.sh): 4 threads per rank each create a
+# communicator of all ranks at once (in a different order on each rank)
+# and run barriers and allreduces on it. The members agree on each one's
+# id and pool group; a group offered to one thread's communicator is held
+# from the others until it is taken.
+dp_ctl reset > /dev/null
+rc=0
+ompirun "$tmp/threads.out" "$TPROG" -- OMPI_MCA_coll_ibmcast_verbose=1 \
+	IBMCAST_LOG_LEVEL=debug || rc=$?
+is "$rc/$(grep -cE '^threads_mpi: rank [0-9]+: [0-9]+ allreduces verified, 0 errors$' "$tmp/threads.out")" \
+	"0/$NRANKS" "threads_ompi (MPI_THREAD_MULTIPLE, communicators created by 4 threads at once): every rank verified every allreduce" ||
+	diag "$(grep -v ' ok$' "$tmp/threads.out" | grep -v 'libibmcast: rank' | tail -n 20)"
+csum=$(grep '^coll_ibmcast: rank 0: communicators' "$tmp/threads.out")
+tsum=$(summary "$tmp/threads.out" MPI_Allreduce)
+rsum=$(summary "$tmp/threads.out" MPI_Barrier)
+diag "$csum"
+diag "$tsum"
+read -r tshared tsplit < <(pool_groups "$tmp/threads.out")
+# (world, the 4 dups, the 4 communicators the threads made; 4 x 20
+# barriers and 4 x 20 + 1 allreduces of the program at least, Open MPI's
+# own communicator constructors add allreduces on their parents)
+is "$(field "$csum" "mapped")/$(field "$csum" "left to the previous")" \
+	"9/0" "threads_ompi: rank 0 mapped world and the 8 communicators made, 4 of them by threads at once"
+ok "$([ "$(through "$rsum")" = 80 ] && [ "$(through "$tsum")" -ge 81 ] &&
+      [ "$(field "$tsum" "passed to the previous")" = 0 ] &&
+      [ "${tshared:-0}" -ge 8 ] && [ "$tsplit" = 0 ]; echo $?)" \
+	"threads_ompi: every barrier and allreduce through libibmcast, the members of each of ${tshared:-no} communicators took the same pool group (${tsplit:-?} split)"
+
+# threads_coll_mpi (see mpi_shim.sh): 4 threads per rank run broadcasts,
+# allreduces, allgathers and barriers on their own duplicate of
+# MPI_COMM_WORLD, all at the same time.
+dp_ctl reset > /dev/null
+rc=0
+ompirun "$tmp/threads_coll.out" "$CTPROG" -- \
+	OMPI_MCA_coll_ibmcast_verbose=1 IBMCAST_LOG_LEVEL=debug || rc=$?
+is "$rc/$(grep -cE '^threads_coll_mpi: rank [0-9]+: 2400 calls, 0 errors$' "$tmp/threads_coll.out")" \
+	"0/$NRANKS" "threads_coll_ompi: 4 threads at once on 4 communicators, every result right" ||
+	diag "$(grep -v ' ok$' "$tmp/threads_coll.out" | grep -v 'libibmcast: rank' | tail -n 20)"
+read -r cshared csplit < <(pool_groups "$tmp/threads_coll.out")
+ok "$(for c in MPI_Bcast MPI_Barrier MPI_Allreduce MPI_Allgather; do
+	l=$(summary "$tmp/threads_coll.out" "$c")
+	[ "$(field "$l" "passed to the previous")" = 0 ] &&
+	[ "$(through "$l")" -ge 600 ] || exit 1
+      done; echo $?)" \
+	"  all 600 calls of each collective on rank 0 through libibmcast, none passed to the previous module" ||
+	diag "$(grep '^coll_ibmcast: rank 0' "$tmp/threads_coll.out")"
+ok "$([ "${cshared:-0}" -ge 5 ] && [ "$csplit" = 0 ] &&
+      [ "$(rx_minus_tx)" -gt 1000 ]; echo $?)" \
+	"  world and the 4 duplicates each took one pool group on all members (${cshared:-no} shared, ${csplit:-?} split); the data plane replicated multicast"
 
 # --- MPI_Barrier -------------------------------------------------------------
 dp_ctl reset > /dev/null
