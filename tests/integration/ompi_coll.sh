@@ -12,7 +12,9 @@
 # counts 0..100000, the same bits on every rank; a user-defined op and
 # MPI_C_BOOL passed to the previous module, counted with their reason) and
 # MPI_Allgather (IN_PLACE, strided and mixed types, packed), and a Fortran
-# program's MPI_BCAST (mpifort.openmpi);
+# program's MPI_BCAST (mpifort.openmpi), and under MPI_THREAD_MULTIPLE
+# communicators created by threads at once and collectives from 4 threads
+# on 4 communicators at once;
 # coll_base_verbose shows the component selected, its summary counts the
 # calls over multicast, and the data plane replicated packets. With
 # coll_ibmcast_enable 0, or without a ready pool, the same programs pass on
