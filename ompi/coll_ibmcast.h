@@ -53,6 +53,7 @@ struct ibmcast_component {
 	int priority;		/* coll_ibmcast_priority */
 	bool enable;		/* coll_ibmcast_enable */
 	int verbose;		/* coll_ibmcast_verbose, or IBMCAST_MPI_VERBOSE */
+	bool threads;		/* MPI_THREAD_MULTIPLE */
 
 	int world_rank;
 	/* 0: MPI_COMM_WORLD not seen yet; 1: context up; -1: steps aside
@@ -86,6 +87,10 @@ struct ibmcast_module {
 
 	struct ompi_communicator_t *comm;
 	ibmc_comm_t *ic;	/* NULL: every call goes to the previous */
+	/* Under MPI_THREAD_MULTIPLE the ibmc communicator is made at the
+	 * first blocking collective of the four, not at enable (see
+	 * module_enable); until then this is set. */
+	bool map_pending;
 	struct ibmcast_module *next, *prev;	/* component's live list */
 
 	mca_coll_base_module_bcast_fn_t prev_bcast;
@@ -107,6 +112,9 @@ typedef struct ibmcast_module ibmcast_module_t;
 /* coll_ibmcast_module.c */
 mca_coll_base_module_t *mca_coll_ibmcast_comm_query(
 	struct ompi_communicator_t *comm, int *priority);
+/* Maps m's communicator now (m->map_pending): collective over it, called
+ * by every member from the same blocking collective. */
+void mca_coll_ibmcast_map_pending(struct ibmcast_module *m);
 /* Frees m's ibmc communicator (keeping its counters); idempotent. */
 void mca_coll_ibmcast_release(struct ibmcast_module *m);
 

@@ -107,12 +107,13 @@ static int ibmcast_register(void)
  * takes calls on different communicators of one context from different
  * threads at once (MPI itself forbids concurrent calls on one
  * communicator); what the component shares between communicators is
- * guarded by its lock or counted atomically.
+ * guarded by its lock or counted atomically, and communicators are
+ * mapped at their first collective (see module_enable).
  */
 static int ibmcast_init_query(bool progress_threads, bool mpi_threads)
 {
 	(void)progress_threads;
-	(void)mpi_threads;
+	mca_coll_ibmcast_component.threads = mpi_threads;
 	return OMPI_SUCCESS;
 }
 

@@ -32,6 +32,7 @@ static void module_construct(ibmcast_module_t *m)
 {
 	m->comm = NULL;
 	m->ic = NULL;
+	m->map_pending = false;
 	m->next = m->prev = NULL;
 	m->prev_bcast = NULL;
 	m->prev_bcast_module = NULL;
@@ -89,20 +90,19 @@ static int boot_allgather(void *arg, const void *in, void *out, size_t len)
 
 /*
  * Every member says whether it is fine; all go on only if all are. Runs
- * the allreduce installed before this module (called from its enable,
- * before Open MPI installs this module's own).
+ * the allreduce of the module installed before this one (saved by
+ * save_previous: once this module is enabled, comm's own is this
+ * module's).
  * A failing allreduce counts as "not fine" on this rank; its peers see the
  * same failure or the MPI error handler ends the job.
  */
-static int all_agree(struct ompi_communicator_t *comm, int mine)
+static int all_agree(ibmcast_module_t *m, struct ompi_communicator_t *comm,
+		     int mine)
 {
 	int all = 0;
 
-	if (!comm->c_coll->coll_allreduce ||
-	    comm->c_coll->coll_allreduce(&mine, &all, 1, MPI_INT, MPI_MIN,
-					 comm,
-					 comm->c_coll->coll_allreduce_module) !=
-		    OMPI_SUCCESS)
+	if (m->prev_allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm,
+			      m->prev_allreduce_module) != OMPI_SUCCESS)
 		return 0;
 	return all;
 }
@@ -110,12 +110,12 @@ static int all_agree(struct ompi_communicator_t *comm, int mine)
 /*
  * The members agree on the new communicator's id and pool group
  * (libjob/mpi_map.h) and on whether all can map it (mine), over the
- * allreduce installed before this module; 0 when not. *offered: the pool
+ * allreduce of the module before this one; 0 when not. *offered: the pool
  * groups this rank held for it (c->held), released by the caller once the
  * communicator is created or not.
  */
-static int agree(struct ompi_communicator_t *comm, int mine,
-		 ibmc_comm_attr_t *attr, uint64_t *offered)
+static int agree(ibmcast_module_t *m, struct ompi_communicator_t *comm,
+		 int mine, ibmc_comm_attr_t *attr, uint64_t *offered)
 {
 	struct ibmcast_component *c = &mca_coll_ibmcast_component;
 	uint64_t v[IBMC__AGREE_LEN], all[IBMC__AGREE_LEN];
@@ -129,11 +129,9 @@ static int agree(struct ompi_communicator_t *comm, int mine,
 	c->held |= v[1];
 	*offered = v[1];
 	pthread_mutex_unlock(&c->lock);
-	if (!comm->c_coll->coll_allreduce ||
-	    comm->c_coll->coll_allreduce(v, all, IBMC__AGREE_LEN,
-					 MPI_UINT64_T, MPI_BAND, comm,
-					 comm->c_coll->coll_allreduce_module) !=
-		    OMPI_SUCCESS)
+	if (m->prev_allreduce(v, all, IBMC__AGREE_LEN, MPI_UINT64_T,
+			      MPI_BAND, comm, m->prev_allreduce_module) !=
+	    OMPI_SUCCESS)
 		return 0;
 	return ibmc__mpi_agree_attr(all, 1, attr);
 }
@@ -177,7 +175,7 @@ static int save_previous(ibmcast_module_t *m,
  * whole job with one line saying why. All ranks decide together (ibmc_init
  * is collective), so every later communicator is treated alike everywhere.
  */
-static void world_start(struct ompi_communicator_t *comm)
+static void world_start(ibmcast_module_t *m, struct ompi_communicator_t *comm)
 {
 	struct ibmcast_component *c = &mca_coll_ibmcast_component;
 	const char *state = getenv("IBMCAST_STATE");
@@ -192,7 +190,7 @@ static void world_start(struct ompi_communicator_t *comm)
 
 	c->state = -1;
 	ok = state && !strcmp(state, "ready");
-	if (!all_agree(comm, ok)) {
+	if (!all_agree(m, comm, ok)) {
 		/* A job that never asked for ibmcast (no IBMCAST_STATE)
 		 * hears about it only when it asks to. */
 		if (state || c->verbose)
@@ -205,7 +203,7 @@ static void world_start(struct ompi_communicator_t *comm)
 	bs.size = ompi_comm_size(comm);
 	rc = ibmc_init(&bs, &c->ctx);
 	ok = rc == 0;
-	if (!all_agree(comm, ok)) {
+	if (!all_agree(m, comm, ok)) {
 		if (c->ctx)
 			ibmc_finalize(c->ctx);
 		c->ctx = NULL;
@@ -226,7 +224,7 @@ static int world_ranks(struct ompi_communicator_t *comm, int **world)
 {
 	int n = ompi_comm_size(comm), i, ok = 0, *mine;
 
-	mine = malloc(sizeof(int) * (size_t)n);
+	mine = calloc((size_t)n, sizeof(int));
 	*world = malloc(sizeof(int) * (size_t)n);
 	if (mine && *world) {
 		for (i = 0; i < n; i++)
@@ -257,14 +255,14 @@ static void map_comm(ibmcast_module_t *m, struct ompi_communicator_t *comm)
 	int *world = NULL, n = ompi_comm_size(comm), ok;
 	uint64_t offered = 0;
 
-	ok = agree(comm, world_ranks(comm, &world), &attr, &offered) &&
+	ok = agree(m, comm, world_ranks(comm, &world), &attr, &offered) &&
 	     ibmc_comm_create_attr(c->ctx, world, n, &attr, &ic) == 0;
 	free(world);
 	/* (the agreed group, if any, is the communicator's now) */
 	pthread_mutex_lock(&c->lock);
 	c->held &= ~offered;
 	pthread_mutex_unlock(&c->lock);
-	if (!all_agree(comm, ok)) {
+	if (!all_agree(m, comm, ok)) {
 		if (ic)
 			ibmc_comm_free(ic);
 		IBMCAST_COUNT(c->comms_failed);
@@ -312,10 +310,27 @@ static int module_enable(mca_coll_base_module_t *module,
 	}
 	m->comm = comm;
 	if (comm == &ompi_mpi_comm_world.comm && c->state == 0)
-		world_start(comm);
-	if (c->state == 1)
+		world_start(m, comm);
+	/* Under MPI_THREAD_MULTIPLE Open MPI 4.1 enables a new
+	 * communicator's modules from a callback inside opal_progress, and
+	 * there a blocking wait of its own (the members' agreement) never
+	 * completes: the waiting thread that drives progress is the one
+	 * inside the callback. The mapping waits for the communicator's
+	 * first blocking collective of the four instead, which every
+	 * member calls in the same order. MPI_COMM_WORLD's enable runs in
+	 * MPI_Init, outside any callback. */
+	if (c->state == 1 && c->threads && comm != &ompi_mpi_comm_world.comm)
+		m->map_pending = true;
+	else if (c->state == 1)
 		map_comm(m, comm);
 	return OMPI_SUCCESS;
+}
+
+void mca_coll_ibmcast_map_pending(ibmcast_module_t *m)
+{
+	m->map_pending = false;
+	if (mca_coll_ibmcast_component.state == 1)
+		map_comm(m, m->comm);
 }
 
 /*
