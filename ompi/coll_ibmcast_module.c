@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "libjob/mpi_map.h"
 #include "ompi/coll_ibmcast.h"
@@ -107,33 +108,80 @@ static int all_agree(ibmcast_module_t *m, struct ompi_communicator_t *comm,
 	return all;
 }
 
+static void release_offered(uint64_t offered)
+{
+	struct ibmcast_component *c = &mca_coll_ibmcast_component;
+
+	pthread_mutex_lock(&c->lock);
+	c->held &= ~offered;
+	pthread_mutex_unlock(&c->lock);
+}
+
+/* Rounds of agreement a communicator tries while other threads'
+ * communicators hold the pool groups it could take. */
+#define AGREE_ROUNDS 10
+
+/*
+ * Waits a random time below 100 us << round: communicators that took
+ * each other's groups on different members (each member's threads came
+ * in another order) try again apart.
+ */
+static void back_off(unsigned int *seed, int round)
+{
+	long us = (long)(rand_r(seed) % (100 << round));
+	struct timespec ts = { .tv_sec = us / 1000000,
+			       .tv_nsec = us % 1000000 * 1000 };
+
+	nanosleep(&ts, NULL);
+}
+
 /*
  * The members agree on the new communicator's id and pool group
  * (libjob/mpi_map.h) and on whether all can map it (mine), over the
  * allreduce of the module before this one; 0 when not. *offered: the pool
  * groups this rank held for it (c->held), released by the caller once the
  * communicator is created or not.
+ * Under MPI_THREAD_MULTIPLE communicators of the same members may be
+ * agreed on at once, each holding on some member what another needs:
+ * when they agree on no group and some member had groups held by
+ * another thread, all members release theirs and try again (every
+ * decision here rests on allreduced values, alike on every member).
  */
 static int agree(ibmcast_module_t *m, struct ompi_communicator_t *comm,
 		 int mine, ibmc_comm_attr_t *attr, uint64_t *offered)
 {
 	struct ibmcast_component *c = &mca_coll_ibmcast_component;
 	uint64_t v[IBMC__AGREE_LEN], all[IBMC__AGREE_LEN];
+	unsigned int seed = (unsigned int)c->world_rank * 2654435761u ^
+			    (unsigned int)comm->c_contextid;
+	int round, contended, ok;
 
-	/* (what is free, read under the lock: a group another thread's
-	 * communicator was offered stays held until that one has it) */
-	pthread_mutex_lock(&c->lock);
-	ibmc__mpi_agree_mine(c->ctx, mine, ompi_comm_rank(comm),
-			     c->world_rank, &c->drawn, v);
-	v[1] &= ~c->held;
-	c->held |= v[1];
-	*offered = v[1];
-	pthread_mutex_unlock(&c->lock);
-	if (m->prev_allreduce(v, all, IBMC__AGREE_LEN, MPI_UINT64_T,
-			      MPI_BAND, comm, m->prev_allreduce_module) !=
-	    OMPI_SUCCESS)
-		return 0;
-	return ibmc__mpi_agree_attr(all, 1, attr);
+	for (round = 0;; round++) {
+		/* (what is free, read under the lock: a group another
+		 * thread's communicator was offered stays held until that
+		 * one has it) */
+		pthread_mutex_lock(&c->lock);
+		ibmc__mpi_agree_mine(c->ctx, mine, ompi_comm_rank(comm),
+				     c->world_rank, &c->drawn, v);
+		contended = (v[1] & c->held) != 0;
+		v[1] &= ~c->held;
+		c->held |= v[1];
+		*offered = v[1];
+		pthread_mutex_unlock(&c->lock);
+		if (m->prev_allreduce(v, all, IBMC__AGREE_LEN, MPI_UINT64_T,
+				      MPI_BAND, comm,
+				      m->prev_allreduce_module) !=
+		    OMPI_SUCCESS)
+			return 0;
+		ok = ibmc__mpi_agree_attr(all, 1, attr);
+		if (!ok || all[1] || !c->threads ||
+		    round + 1 == AGREE_ROUNDS ||
+		    all_agree(m, comm, !contended))
+			return ok;
+		release_offered(*offered);
+		*offered = 0;
+		back_off(&seed, round);
+	}
 }
 
 /*
@@ -259,9 +307,7 @@ static void map_comm(ibmcast_module_t *m, struct ompi_communicator_t *comm)
 	     ibmc_comm_create_attr(c->ctx, world, n, &attr, &ic) == 0;
 	free(world);
 	/* (the agreed group, if any, is the communicator's now) */
-	pthread_mutex_lock(&c->lock);
-	c->held &= ~offered;
-	pthread_mutex_unlock(&c->lock);
+	release_offered(offered);
 	if (!all_agree(m, comm, ok)) {
 		if (ic)
 			ibmc_comm_free(ic);

@@ -298,9 +298,12 @@ ok "$(for c in MPI_Bcast MPI_Barrier MPI_Allreduce MPI_Allgather; do
       done; echo $?)" \
 	"  all 600 calls of each collective on rank 0 through libibmcast, none passed to the previous module" ||
 	diag "$(grep '^coll_ibmcast: rank 0' "$tmp/threads_coll.out")"
-ok "$([ "${cshared:-0}" -ge 1 ] && [ "$csplit" = 0 ] &&
+# (the duplicates are mapped at their first collective, by the 4 threads
+# at once: those that hold each other's groups on different members agree
+# again, so some get a group)
+ok "$([ "${cshared:-0}" -ge 2 ] && [ "$csplit" = 0 ] &&
       [ "$(rx_minus_tx)" -gt 0 ]; echo $?)" \
-	"  the members of each of ${cshared:-no} communicators with a pool group took the same one (${csplit:-?} split); the data plane replicated multicast"
+	"  world and ${cshared:+$((cshared - 1))} of the duplicates took a pool group, the same on all members (${csplit:-?} split); the data plane replicated multicast"
 
 # --- MPI_Barrier -------------------------------------------------------------
 dp_ctl reset > /dev/null
