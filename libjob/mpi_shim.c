@@ -79,7 +79,6 @@ struct tally {
 
 static struct {
 	int on;			/* context up, communicators are mapped */
-	int threads;		/* MPI_THREAD_MULTIPLE */
 	int finalized;		/* after ibmc_finalize: attributes are stale */
 	int verbose;		/* 1: summary at finalize, 2: every call */
 	int rank;		/* in MPI_COMM_WORLD */
@@ -423,10 +422,11 @@ static int shim_Init_thread(int *argc, char ***argv, int required,
 {
 	int rc = PMPI_Init_thread(argc, argv, required, provided);
 
-	if (rc == MPI_SUCCESS) {
-		S.threads = *provided == MPI_THREAD_MULTIPLE;
+	/* (every thread level is mapped alike: the shim's shared state is
+	 * locked or counted atomically, and libibmcast takes different
+	 * communicators from different threads at once) */
+	if (rc == MPI_SUCCESS)
 		shim_start();
-	}
 	return rc;
 }
 IBMC_SHIM_ENTRY(MPI_Init_thread, shim_Init_thread)

@@ -9,6 +9,9 @@
 #define IBMCAST_OMPI_COLL_IBMCAST_H
 
 #include "ompi_config.h"
+
+#include <pthread.h>
+
 #include "ompi/communicator/communicator.h"
 #include "ompi/mca/coll/coll.h"
 
@@ -50,6 +53,7 @@ struct ibmcast_component {
 	int priority;		/* coll_ibmcast_priority */
 	bool enable;		/* coll_ibmcast_enable */
 	int verbose;		/* coll_ibmcast_verbose, or IBMCAST_MPI_VERBOSE */
+	bool threads;		/* MPI_THREAD_MULTIPLE */
 
 	int world_rank;
 	/* 0: MPI_COMM_WORLD not seen yet; 1: context up; -1: steps aside
@@ -57,11 +61,21 @@ struct ibmcast_component {
 	int state;
 	ibmc_context_t *ctx;
 	uint32_t drawn;		/* communicator ids drawn as their rank 0 */
+
+	/* Under MPI_THREAD_MULTIPLE threads create, use and free
+	 * communicators at once: lock guards live, freed and held (the
+	 * counters are bumped atomically, IBMCAST_COUNT). */
+	pthread_mutex_t lock;
 	struct ibmcast_module *live;	/* modules holding an ibmc comm */
+	ibmc_comm_stats_t freed;	/* stats of released ibmc comms */
+	/* Pool groups this rank offered to a communicator still being
+	 * agreed on: never offered to another thread's meanwhile, or both
+	 * could agree on one group and the second to create it would find
+	 * it taken on some members only. */
+	uint64_t held;
 
 	struct ibmcast_tally bcast, barrier, allgather, allreduce;
 	unsigned long comms, comms_p2p, comms_failed;
-	ibmc_comm_stats_t freed;	/* stats of released ibmc comms */
 };
 
 OMPI_MODULE_DECLSPEC extern struct ibmcast_component
@@ -73,6 +87,10 @@ struct ibmcast_module {
 
 	struct ompi_communicator_t *comm;
 	ibmc_comm_t *ic;	/* NULL: every call goes to the previous */
+	/* Under MPI_THREAD_MULTIPLE the ibmc communicator is made at the
+	 * first blocking collective of the four, not at enable (see
+	 * module_enable); until then this is set. */
+	bool map_pending;
 	struct ibmcast_module *next, *prev;	/* component's live list */
 
 	mca_coll_base_module_bcast_fn_t prev_bcast;
@@ -94,6 +112,9 @@ typedef struct ibmcast_module ibmcast_module_t;
 /* coll_ibmcast_module.c */
 mca_coll_base_module_t *mca_coll_ibmcast_comm_query(
 	struct ompi_communicator_t *comm, int *priority);
+/* Maps m's communicator now (m->map_pending): collective over it, called
+ * by every member from the same blocking collective. */
+void mca_coll_ibmcast_map_pending(struct ibmcast_module *m);
 /* Frees m's ibmc communicator (keeping its counters); idempotent. */
 void mca_coll_ibmcast_release(struct ibmcast_module *m);
 

@@ -37,6 +37,7 @@ struct ibmcast_component mca_coll_ibmcast_component = {
 	},
 	.priority = 90,
 	.enable = true,
+	.lock = PTHREAD_MUTEX_INITIALIZER,
 };
 
 /* One write per line, so that lines of different ranks do not mix. */
@@ -102,18 +103,17 @@ static int ibmcast_register(void)
 }
 
 /*
- * libibmcast promises nothing for concurrent calls on communicators of one
- * context, which MPI_THREAD_MULTIPLE would allow: step aside there (the
- * same level on every rank, so every rank decides alike).
+ * Every thread level is taken. Under MPI_THREAD_MULTIPLE, libibmcast
+ * takes calls on different communicators of one context from different
+ * threads at once (MPI itself forbids concurrent calls on one
+ * communicator); what the component shares between communicators is
+ * guarded by its lock or counted atomically, and communicators are
+ * mapped at their first collective (see module_enable).
  */
 static int ibmcast_init_query(bool progress_threads, bool mpi_threads)
 {
-	if (mpi_threads) {
-		if (mca_coll_ibmcast_component.verbose)
-			fprintf(stderr, IBMCAST_COLL
-				": MPI_THREAD_MULTIPLE: Open MPI's own collectives are used\n");
-		return OMPI_ERR_NOT_SUPPORTED;
-	}
+	(void)progress_threads;
+	mca_coll_ibmcast_component.threads = mpi_threads;
 	return OMPI_SUCCESS;
 }
 
@@ -139,12 +139,15 @@ void mca_coll_ibmcast_release(struct ibmcast_module *m)
 	struct ibmcast_component *c = &mca_coll_ibmcast_component;
 	ibmc_comm_stats_t st;
 
+	ibmc_comm_t *ic;
+
 	if (!m || !m->ic)
 		return;
-	if (!ibmc_comm_get_stats(m->ic, &st))
-		stats_add(&c->freed, &st);
-	ibmc_comm_free(m->ic);
+	pthread_mutex_lock(&c->lock);
+	ic = m->ic;
 	m->ic = NULL;
+	if (!ibmc_comm_get_stats(ic, &st))
+		stats_add(&c->freed, &st);
 	if (m->prev)
 		m->prev->next = m->next;
 	else
@@ -152,6 +155,8 @@ void mca_coll_ibmcast_release(struct ibmcast_module *m)
 	if (m->next)
 		m->next->prev = m->prev;
 	m->next = m->prev = NULL;
+	pthread_mutex_unlock(&c->lock);
+	ibmc_comm_free(ic);
 }
 
 /* "COLL: N over multicast, M point-to-point by libibmcast (K packed), X

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "libjob/mpi_map.h"
 #include "ompi/coll_ibmcast.h"
@@ -32,6 +33,7 @@ static void module_construct(ibmcast_module_t *m)
 {
 	m->comm = NULL;
 	m->ic = NULL;
+	m->map_pending = false;
 	m->next = m->prev = NULL;
 	m->prev_bcast = NULL;
 	m->prev_bcast_module = NULL;
@@ -89,44 +91,97 @@ static int boot_allgather(void *arg, const void *in, void *out, size_t len)
 
 /*
  * Every member says whether it is fine; all go on only if all are. Runs
- * the allreduce installed before this module (called from its enable,
- * before Open MPI installs this module's own).
+ * the allreduce of the module installed before this one (saved by
+ * save_previous: once this module is enabled, comm's own is this
+ * module's).
  * A failing allreduce counts as "not fine" on this rank; its peers see the
  * same failure or the MPI error handler ends the job.
  */
-static int all_agree(struct ompi_communicator_t *comm, int mine)
+static int all_agree(ibmcast_module_t *m, struct ompi_communicator_t *comm,
+		     int mine)
 {
 	int all = 0;
 
-	if (!comm->c_coll->coll_allreduce ||
-	    comm->c_coll->coll_allreduce(&mine, &all, 1, MPI_INT, MPI_MIN,
-					 comm,
-					 comm->c_coll->coll_allreduce_module) !=
-		    OMPI_SUCCESS)
+	if (m->prev_allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm,
+			      m->prev_allreduce_module) != OMPI_SUCCESS)
 		return 0;
 	return all;
+}
+
+static void release_offered(uint64_t offered)
+{
+	struct ibmcast_component *c = &mca_coll_ibmcast_component;
+
+	pthread_mutex_lock(&c->lock);
+	c->held &= ~offered;
+	pthread_mutex_unlock(&c->lock);
+}
+
+/* Rounds of agreement a communicator tries while other threads'
+ * communicators hold the pool groups it could take. */
+#define AGREE_ROUNDS 10
+
+/*
+ * Waits a random time below 100 us << round: communicators that took
+ * each other's groups on different members (each member's threads came
+ * in another order) try again apart.
+ */
+static void back_off(unsigned int *seed, int round)
+{
+	long us = (long)(rand_r(seed) % (100 << round));
+	struct timespec ts = { .tv_sec = us / 1000000,
+			       .tv_nsec = us % 1000000 * 1000 };
+
+	nanosleep(&ts, NULL);
 }
 
 /*
  * The members agree on the new communicator's id and pool group
  * (libjob/mpi_map.h) and on whether all can map it (mine), over the
- * allreduce installed before this module; 0 when not.
+ * allreduce of the module before this one; 0 when not. *offered: the pool
+ * groups this rank held for it (c->held), released by the caller once the
+ * communicator is created or not.
+ * Under MPI_THREAD_MULTIPLE communicators of the same members may be
+ * agreed on at once, each holding on some member what another needs:
+ * when they agree on no group and some member had groups held by
+ * another thread, all members release theirs and try again (every
+ * decision here rests on allreduced values, alike on every member).
  */
-static int agree(struct ompi_communicator_t *comm, int mine,
-		 ibmc_comm_attr_t *attr)
+static int agree(ibmcast_module_t *m, struct ompi_communicator_t *comm,
+		 int mine, ibmc_comm_attr_t *attr, uint64_t *offered)
 {
 	struct ibmcast_component *c = &mca_coll_ibmcast_component;
 	uint64_t v[IBMC__AGREE_LEN], all[IBMC__AGREE_LEN];
+	unsigned int seed = (unsigned int)c->world_rank * 2654435761u ^
+			    (unsigned int)comm->c_contextid;
+	int round, contended, ok;
 
-	ibmc__mpi_agree_mine(c->ctx, mine, ompi_comm_rank(comm),
-			     c->world_rank, &c->drawn, v);
-	if (!comm->c_coll->coll_allreduce ||
-	    comm->c_coll->coll_allreduce(v, all, IBMC__AGREE_LEN,
-					 MPI_UINT64_T, MPI_BAND, comm,
-					 comm->c_coll->coll_allreduce_module) !=
+	for (round = 0;; round++) {
+		/* (what is free, read under the lock: a group another
+		 * thread's communicator was offered stays held until that
+		 * one has it) */
+		pthread_mutex_lock(&c->lock);
+		ibmc__mpi_agree_mine(c->ctx, mine, ompi_comm_rank(comm),
+				     c->world_rank, &c->drawn, v);
+		contended = (v[1] & c->held) != 0;
+		v[1] &= ~c->held;
+		c->held |= v[1];
+		*offered = v[1];
+		pthread_mutex_unlock(&c->lock);
+		if (m->prev_allreduce(v, all, IBMC__AGREE_LEN, MPI_UINT64_T,
+				      MPI_BAND, comm,
+				      m->prev_allreduce_module) !=
 		    OMPI_SUCCESS)
-		return 0;
-	return ibmc__mpi_agree_attr(all, 1, attr);
+			return 0;
+		ok = ibmc__mpi_agree_attr(all, 1, attr);
+		if (!ok || all[1] || !c->threads ||
+		    round + 1 == AGREE_ROUNDS ||
+		    all_agree(m, comm, !contended))
+			return ok;
+		release_offered(*offered);
+		*offered = 0;
+		back_off(&seed, round);
+	}
 }
 
 /*
@@ -168,7 +223,7 @@ static int save_previous(ibmcast_module_t *m,
  * whole job with one line saying why. All ranks decide together (ibmc_init
  * is collective), so every later communicator is treated alike everywhere.
  */
-static void world_start(struct ompi_communicator_t *comm)
+static void world_start(ibmcast_module_t *m, struct ompi_communicator_t *comm)
 {
 	struct ibmcast_component *c = &mca_coll_ibmcast_component;
 	const char *state = getenv("IBMCAST_STATE");
@@ -183,7 +238,7 @@ static void world_start(struct ompi_communicator_t *comm)
 
 	c->state = -1;
 	ok = state && !strcmp(state, "ready");
-	if (!all_agree(comm, ok)) {
+	if (!all_agree(m, comm, ok)) {
 		/* A job that never asked for ibmcast (no IBMCAST_STATE)
 		 * hears about it only when it asks to. */
 		if (state || c->verbose)
@@ -196,7 +251,7 @@ static void world_start(struct ompi_communicator_t *comm)
 	bs.size = ompi_comm_size(comm);
 	rc = ibmc_init(&bs, &c->ctx);
 	ok = rc == 0;
-	if (!all_agree(comm, ok)) {
+	if (!all_agree(m, comm, ok)) {
 		if (c->ctx)
 			ibmc_finalize(c->ctx);
 		c->ctx = NULL;
@@ -217,7 +272,7 @@ static int world_ranks(struct ompi_communicator_t *comm, int **world)
 {
 	int n = ompi_comm_size(comm), i, ok = 0, *mine;
 
-	mine = malloc(sizeof(int) * (size_t)n);
+	mine = calloc((size_t)n, sizeof(int));
 	*world = malloc(sizeof(int) * (size_t)n);
 	if (mine && *world) {
 		for (i = 0; i < n; i++)
@@ -246,26 +301,31 @@ static void map_comm(ibmcast_module_t *m, struct ompi_communicator_t *comm)
 	ibmc_comm_attr_t attr;
 	const char *why = NULL;
 	int *world = NULL, n = ompi_comm_size(comm), ok;
+	uint64_t offered = 0;
 
-	ok = agree(comm, world_ranks(comm, &world), &attr) &&
+	ok = agree(m, comm, world_ranks(comm, &world), &attr, &offered) &&
 	     ibmc_comm_create_attr(c->ctx, world, n, &attr, &ic) == 0;
 	free(world);
-	if (!all_agree(comm, ok)) {
+	/* (the agreed group, if any, is the communicator's now) */
+	release_offered(offered);
+	if (!all_agree(m, comm, ok)) {
 		if (ic)
 			ibmc_comm_free(ic);
-		c->comms_failed++;
+		IBMCAST_COUNT(c->comms_failed);
 		mca_coll_ibmcast_say0("a communicator of %d ranks stays on the previous module's collectives: creating its ibmcast communicator failed on some rank",
 			n);
 		return;
 	}
+	pthread_mutex_lock(&c->lock);
 	m->ic = ic;
 	m->next = c->live;
 	if (c->live)
 		c->live->prev = m;
 	c->live = m;
-	c->comms++;
+	pthread_mutex_unlock(&c->lock);
+	IBMCAST_COUNT(c->comms);
 	if (ibmc_comm_mcast_state(ic, &why)) {
-		c->comms_p2p++;
+		IBMCAST_COUNT(c->comms_p2p);
 		if (c->verbose >= 2)
 			mca_coll_ibmcast_say0("communicator %s (cid %d) of %d ranks without multicast: %s",
 				comm->c_name, (int)comm->c_contextid, n,
@@ -296,10 +356,27 @@ static int module_enable(mca_coll_base_module_t *module,
 	}
 	m->comm = comm;
 	if (comm == &ompi_mpi_comm_world.comm && c->state == 0)
-		world_start(comm);
-	if (c->state == 1)
+		world_start(m, comm);
+	/* Under MPI_THREAD_MULTIPLE Open MPI 4.1 enables a new
+	 * communicator's modules from a callback inside opal_progress, and
+	 * there a blocking wait of its own (the members' agreement) never
+	 * completes: the waiting thread that drives progress is the one
+	 * inside the callback. The mapping waits for the communicator's
+	 * first blocking collective of the four instead, which every
+	 * member calls in the same order. MPI_COMM_WORLD's enable runs in
+	 * MPI_Init, outside any callback. */
+	if (c->state == 1 && c->threads && comm != &ompi_mpi_comm_world.comm)
+		m->map_pending = true;
+	else if (c->state == 1)
 		map_comm(m, comm);
 	return OMPI_SUCCESS;
+}
+
+void mca_coll_ibmcast_map_pending(ibmcast_module_t *m)
+{
+	m->map_pending = false;
+	if (mca_coll_ibmcast_component.state == 1)
+		map_comm(m, m->comm);
 }
 
 /*

@@ -94,6 +94,8 @@ int mca_coll_ibmcast_bcast(void *buf, int count,
 	void *tmp = NULL;
 	int rc, me;
 
+	if (m->map_pending)
+		mca_coll_ibmcast_map_pending(m);
 	if (!m->ic) {
 		IBMCAST_COUNT(C.bcast.pass[IBMCAST_PASS_UNMAPPED]);
 		goto pass;
@@ -146,6 +148,8 @@ int mca_coll_ibmcast_barrier(struct ompi_communicator_t *comm,
 	ibmcast_module_t *m = (ibmcast_module_t *)module;
 	int rc;
 
+	if (m->map_pending)
+		mca_coll_ibmcast_map_pending(m);
 	if (!m->ic) {
 		IBMCAST_COUNT(C.barrier.pass[IBMCAST_PASS_UNMAPPED]);
 		return m->prev_barrier(comm, m->prev_barrier_module);
@@ -183,6 +187,8 @@ int mca_coll_ibmcast_allgather(const void *sbuf, int scount,
 	char *dst, *tmp = NULL;
 	const void *src;
 
+	if (m->map_pending)
+		mca_coll_ibmcast_map_pending(m);
 	if (!m->ic) {
 		IBMCAST_COUNT(C.allgather.pass[IBMCAST_PASS_UNMAPPED]);
 		goto pass;
@@ -328,6 +334,8 @@ int mca_coll_ibmcast_allreduce(const void *sbuf, void *rbuf, int count,
 	enum ibmcast_pass why;
 	size_t esize = 0;
 
+	if (m->map_pending)
+		mca_coll_ibmcast_map_pending(m);
 	if (!m->ic) {
 		why = IBMCAST_PASS_UNMAPPED;
 		goto pass;

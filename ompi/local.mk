@@ -47,6 +47,15 @@ check_PROGRAMS += tests/mpi/progress_ompi
 tests_mpi_progress_ompi_SOURCES = tests/mpi/progress_mpi.c
 tests_mpi_progress_ompi_CPPFLAGS = $(AM_CPPFLAGS) $(OMPI_MPI_CFLAGS)
 tests_mpi_progress_ompi_LDADD = $(OMPI_MPI_LIBS)
+# MPI_THREAD_MULTIPLE: communicators created by threads at once, and
+# collectives from several threads on different communicators at once.
+check_PROGRAMS += tests/mpi/threads_ompi tests/mpi/threads_coll_ompi
+tests_mpi_threads_ompi_SOURCES = tests/mpi/threads_mpi.c
+tests_mpi_threads_ompi_CPPFLAGS = $(AM_CPPFLAGS) $(OMPI_MPI_CFLAGS)
+tests_mpi_threads_ompi_LDADD = $(OMPI_MPI_LIBS) -lpthread
+tests_mpi_threads_coll_ompi_SOURCES = tests/mpi/threads_coll_mpi.c
+tests_mpi_threads_coll_ompi_CPPFLAGS = $(AM_CPPFLAGS) $(OMPI_MPI_CFLAGS)
+tests_mpi_threads_coll_ompi_LDADD = $(OMPI_MPI_LIBS) -lpthread
 # (the Fortran program is built by ompi_coll.sh when mpifort.openmpi exists)
 EXTRA_DIST += tests/mpi/bcast_f.f90 tests/mpi/coll_f.f90
 if BUILD_OSM_PLUGIN

@@ -12,7 +12,9 @@
 # counts 0..100000, the same bits on every rank; a user-defined op and
 # MPI_C_BOOL passed to the previous module, counted with their reason) and
 # MPI_Allgather (IN_PLACE, strided and mixed types, packed), and a Fortran
-# program's MPI_BCAST (mpifort.openmpi);
+# program's MPI_BCAST (mpifort.openmpi), and under MPI_THREAD_MULTIPLE
+# communicators created by threads at once and collectives from 4 threads
+# on 4 communicators at once;
 # coll_base_verbose shows the component selected, its summary counts the
 # calls over multicast, and the data plane replicated packets. With
 # coll_ibmcast_enable 0, or without a ready pool, the same programs pass on
@@ -50,13 +52,17 @@ KPROG=$top_builddir/tests/mpi/comm_kinds_ompi
 need_file "$KPROG" "tests/mpi/comm_kinds_ompi"
 PPROG=$top_builddir/tests/mpi/progress_ompi
 need_file "$PPROG" "tests/mpi/progress_ompi"
+TPROG=$top_builddir/tests/mpi/threads_ompi
+need_file "$TPROG" "tests/mpi/threads_ompi"
+CTPROG=$top_builddir/tests/mpi/threads_coll_ompi
+need_file "$CTPROG" "tests/mpi/threads_coll_ompi"
 OSHIM=$top_builddir/libjob/.libs/libibmcast_ompi.so
 MSHIM=$top_builddir/libjob/.libs/libibmcast_mpi.so
 need_file "$OSHIM" "libjob/libibmcast_ompi.so (configure --with-openmpi-shim)"
 need_file "$MSHIM" "libjob/libibmcast_mpi.so (configure --with-mpi, for MPICH)"
 need_file "$IBMCASTCTL" "tools/ibmcastctl"
 
-plan 58
+plan 64
 
 # Under the sanitizer build: Open MPI leaks from its own components at
 # MPI_Finalize, which LeakSanitizer cannot name to suppress; the ranks keep
@@ -147,6 +153,16 @@ field() {
 	sed -n "s/.*[ :(]\([0-9][0-9]*\) $2.*/\1/p" <<< "$1" | head -n 1
 }
 
+# through LINE: the calls of a summary LINE that went through libibmcast
+# (over multicast plus point-to-point); nothing when LINE lacks either
+# (a run that failed before its summary), so a check on it fails cleanly.
+through() {
+	local mc p2p
+	mc=$(field "$1" "over multicast")
+	p2p=$(field "$1" "point-to-point")
+	[ -n "$mc" ] && [ -n "$p2p" ] && echo $((mc + p2p))
+}
+
 # --- MPI_Bcast over multicast ----------------------------------------------
 dp_ctl reset > /dev/null
 rc=0
@@ -200,7 +216,7 @@ is "$(field "$bsum" "non-blocking")" $((CITERS * 3 + 1)) \
 	"comms_ompi: every MPI_Ibcast passed to the previous module, counted as non-blocking"
 ok "$([ "$(field "$bsum" "over multicast")" -gt "$CITERS" ]; echo $?)" \
 	"comms_ompi: broadcasts on the short-lived communicators went over multicast"
-is "$(( $(field "$rsum" "over multicast") + $(field "$rsum" "point-to-point") ))/$(field "$rsum" "communicator not mapped")" \
+is "$(through "$rsum")/$(field "$rsum" "communicator not mapped")" \
 	"$((CITERS * 3 + 1))/0" \
 	"comms_ompi: every MPI_Barrier of rank 0 went through libibmcast"
 ok "$([ "$(rx_minus_tx)" -gt 0 ]; echo $?)" \
@@ -231,6 +247,63 @@ is "$(field "$csum" "mapped")" "$((${kmade:-0} + 1 + 60))" \
 read -r kshared ksplit < <(pool_groups "$tmp/kinds.out")
 ok "$([ "${kshared:-0}" -gt 60 ] && [ "$ksplit" = 0 ]; echo $?)" \
 	"comm_kinds_ompi: the members of each of ${kshared:-no} communicators took the same pool group ($ksplit split)"
+
+# --- MPI_THREAD_MULTIPLE ----------------------------------------------------
+# threads_mpi (see mpi_shim.sh): 4 threads per rank each create a
+# communicator of all ranks at once (in a different order on each rank)
+# and run barriers and allreduces on it. The members agree on each one's
+# id and pool group; a group offered to one thread's communicator is held
+# from the others until it is taken.
+dp_ctl reset > /dev/null
+rc=0
+ompirun "$tmp/threads.out" "$TPROG" -- OMPI_MCA_coll_ibmcast_verbose=1 \
+	IBMCAST_LOG_LEVEL=debug || rc=$?
+is "$rc/$(grep -cE '^threads_mpi: rank [0-9]+: [0-9]+ allreduces verified, 0 errors$' "$tmp/threads.out")" \
+	"0/$NRANKS" "threads_ompi (MPI_THREAD_MULTIPLE, communicators created by 4 threads at once): every rank verified every allreduce" ||
+	diag "$(grep -v ' ok$' "$tmp/threads.out" | grep -v 'libibmcast: rank' | tail -n 20)"
+csum=$(grep '^coll_ibmcast: rank 0: communicators' "$tmp/threads.out")
+tsum=$(summary "$tmp/threads.out" MPI_Allreduce)
+rsum=$(summary "$tmp/threads.out" MPI_Barrier)
+diag "$csum"
+diag "$tsum"
+read -r tshared tsplit < <(pool_groups "$tmp/threads.out")
+# (Under MPI_THREAD_MULTIPLE a communicator is mapped at its first
+# blocking collective: world and the 4 the threads made at least, the
+# dups only if Open MPI ran a blocking collective of the four on them.
+# 4 x 20 barriers, 4 x 20 + 1 allreduces of the program at least.)
+tmapped=$(field "$csum" "mapped")
+ok "$([ "${tmapped:-0}" -ge 5 ] &&
+      [ "$(field "$csum" "left to the previous")" = 0 ]; echo $?)" \
+	"threads_ompi: rank 0 mapped ${tmapped:-no} communicators (world and the 4 made by threads at once at least), none failed"
+ok "$([ "$(through "$rsum")" = 80 ] && [ "$(through "$tsum")" -ge 81 ] &&
+      [ "$(field "$tsum" "passed to the previous")" = 0 ] &&
+      [ "${tshared:-0}" -ge 1 ] && [ "$tsplit" = 0 ]; echo $?)" \
+	"threads_ompi: every barrier and allreduce through libibmcast, the members of each of ${tshared:-no} communicators with a pool group took the same one (${tsplit:-?} split)"
+
+# threads_coll_mpi (see mpi_shim.sh): 4 threads per rank run broadcasts,
+# allreduces, allgathers and barriers on their own duplicate of
+# MPI_COMM_WORLD, all at the same time.
+dp_ctl reset > /dev/null
+rc=0
+ompirun "$tmp/threads_coll.out" "$CTPROG" -- \
+	OMPI_MCA_coll_ibmcast_verbose=1 IBMCAST_LOG_LEVEL=debug || rc=$?
+is "$rc/$(grep -cE '^threads_coll_mpi: rank [0-9]+: 2400 calls, 0 errors$' "$tmp/threads_coll.out")" \
+	"0/$NRANKS" "threads_coll_ompi: 4 threads at once on 4 communicators, every result right" ||
+	diag "$(grep -v ' ok$' "$tmp/threads_coll.out" | grep -v 'libibmcast: rank' | tail -n 20)"
+read -r cshared csplit < <(pool_groups "$tmp/threads_coll.out")
+ok "$(for c in MPI_Bcast MPI_Barrier MPI_Allreduce MPI_Allgather; do
+	l=$(summary "$tmp/threads_coll.out" "$c")
+	[ "$(field "$l" "passed to the previous")" = 0 ] &&
+	[ "$(through "$l")" -ge 600 ] || exit 1
+      done; echo $?)" \
+	"  all 600 calls of each collective on rank 0 through libibmcast, none passed to the previous module" ||
+	diag "$(grep '^coll_ibmcast: rank 0' "$tmp/threads_coll.out")"
+# (the duplicates are mapped at their first collective, by the 4 threads
+# at once: those that hold each other's groups on different members agree
+# again, so some get a group)
+ok "$([ "${cshared:-0}" -ge 2 ] && [ "$csplit" = 0 ] &&
+      [ "$(rx_minus_tx)" -gt 0 ]; echo $?)" \
+	"  world and ${cshared:+$((cshared - 1))} of the duplicates took a pool group, the same on all members (${csplit:-?} split); the data plane replicated multicast"
 
 # --- MPI_Barrier -------------------------------------------------------------
 dp_ctl reset > /dev/null
