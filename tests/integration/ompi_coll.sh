@@ -300,8 +300,10 @@ ok "$(for c in MPI_Bcast MPI_Barrier MPI_Allreduce MPI_Allgather; do
 	diag "$(grep '^coll_ibmcast: rank 0' "$tmp/threads_coll.out")"
 # (the duplicates are mapped at their first collective, by the 4 threads
 # at once: those that hold each other's groups on different members agree
-# again, so some get a group)
-ok "$([ "${cshared:-0}" -ge 2 ] && [ "$csplit" = 0 ] &&
+# again, up to 10 rounds; how many end with a group depends on the
+# threads' timing, 0 to 2 seen, so only world's is required, and every
+# group taken must be the same on all members)
+ok "$([ "${cshared:-0}" -ge 1 ] && [ "$csplit" = 0 ] &&
       [ "$(rx_minus_tx)" -gt 0 ]; echo $?)" \
 	"  world and ${cshared:+$((cshared - 1))} of the duplicates took a pool group, the same on all members (${csplit:-?} split); the data plane replicated multicast"
 
