@@ -81,6 +81,7 @@ static struct {
 	int on;			/* context up, communicators are mapped */
 	int finalized;		/* after ibmc_finalize: attributes are stale */
 	int verbose;		/* 1: summary at finalize, 2: every call */
+	int threads;		/* MPI_THREAD_MULTIPLE */
 	int rank;		/* in MPI_COMM_WORLD */
 	int keyval;
 	MPI_Comm boot;		/* private dup of MPI_COMM_WORLD */
@@ -212,10 +213,6 @@ static int all_agree(MPI_Comm comm, int mine)
 }
 
 /*
- * The members agree on the new communicator's id and pool group
- * (libjob/mpi_map.h) and on whether all can map it (mine); 0 when not.
- */
-/*
  * Pool groups this rank offered to a communicator being agreed on: under
  * MPI_THREAD_MULTIPLE another thread's communicator must not be offered
  * them meanwhile, or both could agree on one group and the second to
@@ -224,38 +221,54 @@ static int all_agree(MPI_Comm comm, int mine)
 static pthread_mutex_t held_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t held;
 
-/*
- * The members agree on the new communicator's id and pool group
- * (libjob/mpi_map.h) and on whether all can map it (mine); 0 when not.
- * *offered: the groups this rank held for it, released by the caller
- * once the communicator is created (or not).
- */
-static int agree(MPI_Comm comm, int mine, ibmc_comm_attr_t *attr,
-		 uint64_t *offered)
-{
-	uint64_t v[IBMC__AGREE_LEN], all[IBMC__AGREE_LEN];
-	int me = 0;
-
-	PMPI_Comm_rank(comm, &me);
-	/* (what is free, read under the lock: a group another thread
-	 * held stays held until its communicator has taken it) */
-	pthread_mutex_lock(&held_lock);
-	ibmc__mpi_agree_mine(S.ctx, mine, me, S.rank, &S.drawn, v);
-	v[1] &= ~held;
-	held |= v[1];
-	*offered = v[1];
-	pthread_mutex_unlock(&held_lock);
-	if (PMPI_Allreduce(v, all, IBMC__AGREE_LEN, MPI_UINT64_T, MPI_BAND,
-			   comm) != MPI_SUCCESS)
-		return 0;
-	return ibmc__mpi_agree_attr(all, 1, attr);
-}
-
 static void release_offered(uint64_t offered)
 {
 	pthread_mutex_lock(&held_lock);
 	held &= ~offered;
 	pthread_mutex_unlock(&held_lock);
+}
+
+/*
+ * The members agree on the new communicator's id and pool group
+ * (libjob/mpi_map.h) and on whether all can map it (mine); 0 when not.
+ * *offered: the groups this rank held for it, released by the caller
+ * once the communicator is created (or not). Under MPI_THREAD_MULTIPLE,
+ * rounds again while threads' communicators contend for groups.
+ */
+
+static int agree(MPI_Comm comm, int mine, ibmc_comm_attr_t *attr,
+		 uint64_t *offered)
+{
+	uint64_t v[IBMC__AGREE_LEN], all[IBMC__AGREE_LEN];
+	unsigned int seed;
+	int me = 0, round, contended, ok;
+
+	PMPI_Comm_rank(comm, &me);
+	seed = (unsigned int)S.rank * 2654435761u ^ (unsigned int)me;
+	for (round = 0;; round++) {
+		/* (what is free, read under the lock: a group another
+		 * thread held stays held until its communicator has
+		 * taken it) */
+		pthread_mutex_lock(&held_lock);
+		ibmc__mpi_agree_mine(S.ctx, mine, me, S.rank, &S.drawn, v);
+		contended = (v[1] & held) != 0;
+		v[1] &= ~held;
+		held |= v[1];
+		*offered = v[1];
+		pthread_mutex_unlock(&held_lock);
+		if (PMPI_Allreduce(v, all, IBMC__AGREE_LEN, MPI_UINT64_T,
+				   MPI_BAND, comm) != MPI_SUCCESS)
+			return 0;
+		ok = ibmc__mpi_agree_attr(all, 1, attr);
+		/* (threads' communicators contending for groups: again,
+		 * mpi_map.h) */
+		if (!ibmc__mpi_agree_may_retry(ok, all, S.threads, round) ||
+		    all_agree(comm, !contended))
+			return ok;
+		release_offered(*offered);
+		*offered = 0;
+		ibmc__mpi_back_off(&seed, round);
+	}
 }
 
 /*
@@ -481,6 +494,8 @@ static int shim_Init_thread(int *argc, char ***argv, int required,
 			    int *provided)
 {
 	int rc = PMPI_Init_thread(argc, argv, required, provided);
+
+	S.threads = rc == MPI_SUCCESS && *provided == MPI_THREAD_MULTIPLE;
 
 	/* (every thread level is mapped alike: the shim's shared state is
 	 * locked or counted atomically, and libibmcast takes different
