@@ -253,6 +253,7 @@ static int shape(struct ibmc__op *op)
 		op->have = op->top = op->nfrags;
 	}
 	op->cum = op->tree.nchildren ? 0 : op->have;
+	op->parent_heard = ibmc__op_now();
 	op->known = 1;
 	return 0;
 }
@@ -793,6 +794,8 @@ void ibmc__op_input(struct ibmc__op *op, const struct ibmc__hdr *h,
 		op->comm->st.stale_dropped++;
 		return;
 	}
+	if ((int)h->src == op->tree.parent && !is_mcast)
+		op->parent_heard = ibmc__op_now();
 	if ((int)h->src == op->tree.parent && op->linger_until)
 		op->linger_until = ibmc__op_now() + 8 * fin_rto(op) + 20000;
 	switch (h->kind) {
@@ -1062,6 +1065,61 @@ static void root_fin(struct ibmc__op *op)
 		op->kids[i].fin_sent = 1;
 }
 
+/* us: how long a member lacking data hears nothing, from its parent and
+ * nothing new from anyone, before it takes its parent for gone (as the
+ * final ack's linger does). */
+static int64_t silence_us(const struct ibmc__op *op)
+{
+	return 8 * fin_rto(op) + 20000;
+}
+
+/* us: when ask_root() may ask next, for a member lacking data whose
+ * parent is not the root; INT64_MAX else. */
+static int64_t ask_root_at(const struct ibmc__op *op)
+{
+	int64_t quiet = silence_us(op), t = op->root_req_next;
+
+	if (op->me == op->root || op->tree.parent == op->root || !op->got ||
+	    op->have >= op->nfrags)
+		return INT64_MAX;
+	if (op->parent_heard + quiet > t)
+		t = op->parent_heard + quiet;
+	if (op->last_progress * 1000 + quiet > t)
+		t = op->last_progress * 1000 + quiet;
+	return t;
+}
+
+/*
+ * A member whose parent fell silent while it still lacks data asks the
+ * root. An inner member may leave once it holds every byte (early return,
+ * then a crash or _exit): what its subtree lost on the way down, a gap or
+ * a tail that no later fragment reveals, has no one left to repair it but
+ * the root, which keeps the data until the whole tree acknowledged it and
+ * so cannot have finished. A live parent answers NACKs and probes a lost
+ * tail sooner, and while data still streams in nobody asks. The request
+ * covers the first 64 missing fragments, as a NACK does; the root answers
+ * it as one (on_req), and since the asker is not its child, none of its
+ * timers moves.
+ */
+static void ask_root(struct ibmc__op *op, int64_t now)
+{
+	uint64_t want = 0;
+	uint32_t i, f;
+
+	if (now < ask_root_at(op))
+		return;
+	for (i = 0; i < MASK_BITS; i++) {
+		f = op->have + i;
+		if (f >= op->nfrags)
+			break;
+		if (!held(op, f))
+			want |= 1ULL << i;
+	}
+	ibmc__op_send_ctl(op, op->root, IBMC__K_REQ, op->have, op->have, want,
+			  0);
+	op->root_req_next = now + nack_rto(op);
+}
+
 void ibmc__op_progress(struct ibmc__op *op, int64_t now)
 {
 	int timeout = op->comm->ctx->env.timeout_ms;
@@ -1085,6 +1143,7 @@ void ibmc__op_progress(struct ibmc__op *op, int64_t now)
 		}
 		if (op->me != op->root) {
 			send_nack(op, now);
+			ask_root(op, now);
 			send_ack(op, now);
 		}
 		if (op->me == op->root && op->cum == op->nfrags) {
@@ -1130,7 +1189,8 @@ int64_t ibmc__op_next_deadline(const struct ibmc__op *op)
 		d = op->ack_resend;
 	if (op->me != op->root && op->have < op->top && op->nack_next < d)
 		d = op->nack_next;
-	return d;
+	t = ask_root_at(op);
+	return t < d ? t : d;
 }
 
 const struct ibmc__bcast_strategy *ibmc__bcast_strategy(int algo)

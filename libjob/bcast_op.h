@@ -120,6 +120,9 @@ struct ibmc__op {
 	int returned;		/* the caller returned (early return): its
 				 * FINs are bookkeeping, not modeled */
 	int64_t req_next;	/* us: earliest next repair request */
+	int64_t parent_heard;	/* us: the parent's last unicast packet */
+	int64_t root_req_next;	/* us: earliest next request to the root
+				 * (parent silent: ask_root) */
 	int remcast_ok;		/* the last re-multicast made progress */
 	int64_t last_progress;	/* ms */
 
