@@ -24,7 +24,8 @@ libjob_libibmcast_core_la_SOURCES = \
 	libjob/msg.c libjob/msg.h \
 	libjob/bcast_op.c libjob/bcast_op.h \
 	libjob/coll/coll.c libjob/coll/coll.h \
-	libjob/coll/bcast.c \
+	libjob/coll/bcast.c libjob/coll/bcast.h \
+	libjob/coll/bcast_node.c \
 	libjob/coll/bcast_mcast.c \
 	libjob/coll/bcast_binomial.c \
 	libjob/coll/bcast_postal.c \
