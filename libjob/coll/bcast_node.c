@@ -10,7 +10,8 @@
  * The segment holds the data, then (at the next multiple of 8) the
  * network algorithm the leaders ran, so that every rank counts the same
  * broadcast alike. The leader's steps word carries (stamp << 32) | bytes
- * published; a call writes into the segment only once every local rank
+ * published, all of them only once the leader knows what the network ran
+ * (0 bytes are published only then: the word's stamp says so); a call writes into the segment only once every local rank
  * took out the previous call's data (ibmc__shm_wait_free).
  */
 #include "config.h"
@@ -135,18 +136,25 @@ static int finish(struct ibmc__bnode *n)
 	return 0;
 }
 
+/* The leader holds everything (and knows what the network ran: even
+ * 0 bytes wait for the root's first packet). */
+static int whole(const struct ibmc__bnode *n, const struct ibmc__task *t,
+		 const struct ibmc__op *op)
+{
+	return !n->net || t->comm->rank == n->netroot ||
+	       (op->known && op->have == op->nfrags);
+}
+
 /* Bytes the leader holds in its buffer. */
 static size_t held(const struct ibmc__bnode *n, const struct ibmc__task *t,
 		   const struct ibmc__op *op)
 {
 	size_t b;
 
-	if (!n->net || t->comm->rank == n->netroot)
+	if (whole(n, t, op))
 		return t->args.len;
 	if (!op->known)
 		return 0;
-	if (op->have == op->nfrags)
-		return t->args.len;
 	b = (size_t)op->have * op->fragsz;
 	return b < t->args.len ? b : t->args.len;
 }
@@ -158,7 +166,7 @@ static int lead(struct ibmc__bnode *n, struct ibmc__task *t,
 	struct ibmc__shm_flags *rf;
 	size_t len = t->args.len, avail;
 	uint32_t algo;
-	int rc;
+	int rc, all;
 
 	if (n->root_local > 0 && !n->started) {
 		rf = &s->hdr->flag[n->root_local];
@@ -185,26 +193,27 @@ static int lead(struct ibmc__bnode *n, struct ibmc__task *t,
 		ibmc__shm_moved(&n->call);
 	}
 	avail = held(n, t, op);
+	all = whole(n, t, op);
 	/* A local root's data is in the segment already. */
 	if (n->root_local <= 0 && avail > n->moved)
 		memcpy(s->data + n->moved,
 		       (const unsigned char *)t->args.buf + n->moved,
 		       avail - n->moved);
-	if (avail == len) {
+	if (all) {
 		algo = n->net ? (uint32_t)op->algo : 0;
 		n->netalgo = (int)algo;
 		memcpy(s->data + algo_off(len), &algo, sizeof(algo));
 	}
 	atomic_store_explicit(&s->hdr->beat, ibmc__now_ms(),
 			      memory_order_relaxed);
-	if (avail != n->moved || avail == len) {
+	if (avail != n->moved || all) {
 		n->moved = avail;
 		atomic_store_explicit(&s->hdr->steps,
 				      (uint64_t)n->call.stamp << 32 |
 				      (uint32_t)avail, memory_order_release);
 		ibmc__shm_moved(&n->call);
 	}
-	return avail == len ? finish(n) : IBMC_INPROGRESS;
+	return all ? finish(n) : IBMC_INPROGRESS;
 }
 
 static int follow(struct ibmc__bnode *n, struct ibmc__task *t)
@@ -247,6 +256,7 @@ static int follow(struct ibmc__bnode *n, struct ibmc__task *t)
 		return IBMC_INPROGRESS;
 	memcpy(&algo, s->data + algo_off(len), sizeof(algo));
 	n->netalgo = (int)algo;
+
 	return finish(n);
 }
 
