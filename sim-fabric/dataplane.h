@@ -243,6 +243,7 @@ struct dataplane {
 	struct dp_link_ctr *lc;		/* [nlink] */
 	uint64_t drops[DP_DROP_MAX];
 	uint64_t sends, delivered, bad_msgs;
+	uint64_t mc_sends;	/* of sends, multicast ones */
 	uint64_t nsend;			/* all sends, for patterns */
 	struct dp_faults faults;
 	uint64_t start_ns;
