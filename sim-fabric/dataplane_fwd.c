@@ -175,6 +175,8 @@ void dp_forward_uc(struct dataplane *dp, struct dp_ep *src,
 	bool charge;
 
 	dp->sends++;
+	if (len <= DP_SMALL_BYTES)
+		dp->uc_small++;
 	link = n->hca_port > 0 ? n->ports[n->hca_port].link : -1;
 	if (faults && pattern_drops(dp)) {
 		drop(dp, link, DP_DROP_PATTERN);
