@@ -9,7 +9,8 @@
  *
  * The segment holds the data, then (at the next multiple of 8) the
  * network algorithm the leaders ran, so that every rank counts the same
- * broadcast alike. The leader's steps word carries (stamp << 32) | bytes
+ * broadcast alike, and the leader's modeled clock when it held every
+ * byte (model.h: a local rank's copy is charged as a receive from then). The leader's steps word carries (stamp << 32) | bytes
  * published, all of them only once the leader knows what the network ran
  * (0 bytes are published only then: the word's stamp says so); a call writes into the segment only once every local rank
  * took out the previous call's data (ibmc__shm_wait_free).
@@ -24,8 +25,13 @@
 #include "libjob/coll/bcast.h"
 #include "libjob/comm.h"
 #include "libjob/context.h"
+#include "libjob/model.h"
 
 enum { S_TURN, S_IN, S_RUN, S_DONE };
+
+/* After the data: the network algorithm (4 bytes, then 4 spare) and the
+ * leader's modeled clock (8). */
+#define TAIL 16
 
 static size_t algo_off(size_t len)
 {
@@ -100,7 +106,7 @@ static int enter(struct ibmc__bnode *n, struct ibmc__task *t)
 	if (n->state == S_TURN) {
 		rc = ibmc__shm_my_turn(&n->call);
 		if (!rc)
-			rc = ibmc__shm_ensure(t->comm, algo_off(t->args.len) + 8,
+			rc = ibmc__shm_ensure(t->comm, algo_off(t->args.len) + TAIL,
 					      n->call.stamp);
 		if (rc)
 			return rc;
@@ -165,6 +171,7 @@ static int lead(struct ibmc__bnode *n, struct ibmc__task *t,
 	struct ibmc__shm *s = n->call.shm;
 	struct ibmc__shm_flags *rf;
 	size_t len = t->args.len, avail;
+	uint64_t clock;
 	uint32_t algo;
 	int rc, all;
 
@@ -203,6 +210,8 @@ static int lead(struct ibmc__bnode *n, struct ibmc__task *t,
 		algo = n->net ? (uint32_t)op->algo : 0;
 		n->netalgo = (int)algo;
 		memcpy(s->data + algo_off(len), &algo, sizeof(algo));
+		clock = ibmc__model_clock(t->comm->ctx);
+		memcpy(s->data + algo_off(len) + 8, &clock, sizeof(clock));
 	}
 	atomic_store_explicit(&s->hdr->beat, ibmc__now_ms(),
 			      memory_order_relaxed);
@@ -221,7 +230,7 @@ static int follow(struct ibmc__bnode *n, struct ibmc__task *t)
 	struct ibmc__shm *s = n->call.shm;
 	struct ibmc__shm_hdr *h = s->hdr;
 	size_t len = t->args.len, avail;
-	uint64_t w;
+	uint64_t w, clock;
 	uint32_t algo;
 	int64_t beat;
 
@@ -256,7 +265,9 @@ static int follow(struct ibmc__bnode *n, struct ibmc__task *t)
 		return IBMC_INPROGRESS;
 	memcpy(&algo, s->data + algo_off(len), sizeof(algo));
 	n->netalgo = (int)algo;
-
+	memcpy(&clock, s->data + algo_off(len) + 8, sizeof(clock));
+	if (clock)
+		ibmc__model_charge(t->comm->ctx, &clock, 1);
 	return finish(n);
 }
 
