@@ -55,8 +55,9 @@ struct bcast_task {
 	uint32_t last_nfrags;
 	int last_parent;
 	struct ibmc__hdr tmpl;		/* its shape, for replies */
-	struct ibmc__bnode *node;	/* "shm_mcast": the node part, and
-					 * op runs on leaders only */
+	struct ibmc__bnode *node;	/* "shm_mcast": &node_part, and op
+					 * runs on leaders only; else NULL */
+	struct ibmc__bnode node_part;
 	int node_done;
 };
 
@@ -318,7 +319,6 @@ static void t_fini(struct ibmc__task *t)
 
 	ibmc__op_fini(&b->op);
 	free(b->copy);
-	free(b->node);
 	free(b);
 }
 
@@ -356,11 +356,7 @@ static int start(struct ibmc_comm *c, void *buf, size_t len, int root,
 		return -ENOMEM;
 	if (node) {
 		algo = IBMC__A_SHM_MCAST;
-		b->node = calloc(1, sizeof(*b->node));
-		if (!b->node) {
-			free(b);
-			return -ENOMEM;
-		}
+		b->node = &b->node_part;
 	} else if (c->rank == root) {
 		algo = choose(c, len);
 	}
