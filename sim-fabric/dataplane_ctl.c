@@ -151,7 +151,8 @@ static void reset(struct dataplane *dp)
 
 	memset(dp->lc, 0, sizeof(*dp->lc) * (size_t)dp->fm.nlink);
 	memset(dp->drops, 0, sizeof(dp->drops));
-	dp->sends = dp->mc_sends = dp->uc_small = dp->delivered = dp->bad_msgs = 0;
+	dp->sends = dp->mc_sends = dp->uc_small = 0;
+	dp->delivered = dp->bad_msgs = 0;
 	for (ep = dp->eps; ep; ep = ep->next)
 		ep->tx_pkts = ep->tx_bytes = ep->rx_pkts = ep->rx_bytes =
 			ep->rq_overflow = ep->errors = 0;

@@ -24,16 +24,18 @@ int ibmc__bcast_choose(const struct ibmc_comm *c, size_t len, int n,
 /* One broadcast's node part. */
 struct ibmc__bnode {
 	const struct ibmc__topo *topo;
-	struct ibmc__shm_call call;	/* call.shm NULL: alone on its node */
+	struct ibmc__shm_call call;	/* call.shm NULL: alone on its
+					 * node, no segment */
 	int state;
 	int leader;			/* this rank leads its node */
 	int net;			/* it runs the engine among leaders */
 	int netroot;			/* the root's node leader */
-	int root_local;			/* the root's local rank on this node,
+	int root_local;			/* the root's local rank here,
 					 * -1: the root is elsewhere */
 	int started;			/* the engine runs */
-	int netalgo;			/* what the leaders ran (0: nothing) */
-	size_t moved;			/* bytes published (leader) or copied */
+	int netalgo;			/* what the leaders ran, 0: none */
+	size_t moved;			/* bytes published (leader) or
+					 * copied out (the others) */
 	int64_t beat;			/* the leader's last beat seen */
 };
 

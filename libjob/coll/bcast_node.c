@@ -10,10 +10,12 @@
  * The segment holds the data, then (at the next multiple of 8) the
  * network algorithm the leaders ran, so that every rank counts the same
  * broadcast alike, and the leader's modeled clock when it held every
- * byte (model.h: a local rank's copy is charged as a receive from then). The leader's steps word carries (stamp << 32) | bytes
- * published, all of them only once the leader knows what the network ran
- * (0 bytes are published only then: the word's stamp says so); a call writes into the segment only once every local rank
- * took out the previous call's data (ibmc__shm_wait_free).
+ * byte (model.h: a local rank's copy is charged as a receive from then).
+ * The leader's steps word carries (stamp << 32) | bytes published, all
+ * of them only once the leader knows what the network ran (0 bytes are
+ * published only then: the word's stamp says so). A call writes into the
+ * segment only once every local rank took out the previous call's data
+ * (ibmc__shm_wait_free).
  */
 #include "config.h"
 
@@ -106,7 +108,8 @@ static int enter(struct ibmc__bnode *n, struct ibmc__task *t)
 	if (n->state == S_TURN) {
 		rc = ibmc__shm_my_turn(&n->call);
 		if (!rc)
-			rc = ibmc__shm_ensure(t->comm, algo_off(t->args.len) + TAIL,
+			rc = ibmc__shm_ensure(t->comm,
+					      algo_off(t->args.len) + TAIL,
 					      n->call.stamp);
 		if (rc)
 			return rc;
@@ -135,8 +138,10 @@ static void publish_failed(struct ibmc__bnode *n, int rc)
 /* This rank is done with the segment's data. */
 static int finish(struct ibmc__bnode *n)
 {
-	atomic_store_explicit(&n->call.shm->hdr->flag[n->topo->local_rank].copied,
-			      n->call.stamp, memory_order_release);
+	struct ibmc__shm_flags *f =
+		&n->call.shm->hdr->flag[n->topo->local_rank];
+
+	atomic_store_explicit(&f->copied, n->call.stamp, memory_order_release);
 	ibmc__shm_call_end(&n->call);
 	n->state = S_DONE;
 	return 0;
@@ -172,14 +177,13 @@ static int lead(struct ibmc__bnode *n, struct ibmc__task *t,
 	struct ibmc__shm_flags *rf;
 	size_t len = t->args.len, avail;
 	uint64_t clock;
-	uint32_t algo;
+	uint32_t algo, w;
 	int rc, all;
 
 	if (n->root_local > 0 && !n->started) {
 		rf = &s->hdr->flag[n->root_local];
-		if (!ibmc__stamp_reached(atomic_load_explicit(&rf->written,
-							      memory_order_acquire),
-					 n->call.stamp))
+		w = atomic_load_explicit(&rf->written, memory_order_acquire);
+		if (!ibmc__stamp_reached(w, n->call.stamp))
 			return IBMC_INPROGRESS;
 		if (rf->len != len) {
 			ibmc_log(IBMC_LOG_ERROR,

@@ -36,7 +36,7 @@ struct plan {
 	int n;
 	int roots[MAXR];
 	int nroots;
-	int big_roots;		/* 1 MiB from the first big_roots roots only */
+	int big_roots;		/* 1 MiB from the first big_roots only */
 	atomic_int ok, bad;
 	uint64_t bcasts[MAXR], mcasts[MAXR];
 	atomic_int resent;	/* retransmissions, repairs, duplicates */
@@ -212,7 +212,8 @@ static int inflight(ibmc_context_t *ctx, int rank, void *arg)
 	for (i = 2 * NB - 1; !rc && i >= 0; i--)
 		rc = ibmc_wait(&q[i]);
 	for (i = 0; i < 2 * NB; i++) {
-		if (!rc && lbjob_check(buf[i], len[i % NB], 100 + (uint32_t)i) < 0)
+		if (!rc && lbjob_check(buf[i], len[i % NB],
+				       100 + (uint32_t)i) < 0)
 			atomic_fetch_add(&nb_ok, 1);
 		else
 			atomic_fetch_add(&nb_bad, 1);
