@@ -116,7 +116,7 @@ static int64_t fin_rto(const struct ibmc__op *op)
 	int64_t base = (int64_t)op->comm->ctx->env.rto_ms * 1000;
 	int lg = 1;
 
-	while ((1 << lg) < op->comm->size)
+	while ((1 << lg) < op->nmembers)
 		lg++;
 	return ibmc__rtt_rto(&op->comm->fin_rtt, base * (lg + 1));
 }
@@ -216,21 +216,41 @@ int ibmc__op_send_ctl(struct ibmc__op *op, int to, int kind, uint32_t a,
 	return ibmc__send_pkt(op->comm, to, &h, NULL, 0);
 }
 
+/* Communicator rank r's place among the op's members (-1: none). */
+static int index_of(const struct ibmc__op *op, int r)
+{
+	int i;
+
+	if (!op->members)
+		return r;
+	for (i = 0; i < op->nmembers; i++)
+		if (op->members[i] == r)
+			return i;
+	return -1;
+}
+
 /* The fragment count, the tree and the per-child state, once the shape
  * (algorithm, fragment size) is known. */
 static int shape(struct ibmc__op *op)
 {
-	struct ibmc_comm *comm = op->comm;
 	int i, rc;
 
 	op->nfrags = op->len ? (uint32_t)((op->len + op->fragsz - 1) /
 					  op->fragsz) : 1;
 	if (!op->ackint)
 		op->ackint = 1;
-	rc = ibmc__tree_build(&op->tree, op->strat->tree, op->lambda, comm->size,
-			      op->root, op->me);
+	rc = ibmc__tree_build(&op->tree, op->strat->tree, op->lambda,
+			      op->nmembers, index_of(op, op->root),
+			      index_of(op, op->me));
 	if (rc)
 		return rc;
+	if (op->members) {
+		if (op->tree.parent >= 0)
+			op->tree.parent = op->members[op->tree.parent];
+		for (i = 0; i < op->tree.nchildren; i++)
+			op->tree.children[i] =
+				op->members[op->tree.children[i]];
+	}
 	if (op->tree.nchildren) {
 		op->kids = calloc((size_t)op->tree.nchildren,
 				  sizeof(*op->kids));
@@ -261,12 +281,24 @@ static int shape(struct ibmc__op *op)
 int ibmc__op_start(struct ibmc__op *op, struct ibmc_comm *comm, void *buf,
 		   size_t len, int root, int algo)
 {
+	return ibmc__op_start_among(op, comm, buf, len, root, algo,
+				    comm->next_seq, NULL, comm->size);
+}
+
+int ibmc__op_start_among(struct ibmc__op *op, struct ibmc_comm *comm,
+			 void *buf, size_t len, int root, int algo,
+			 uint32_t seq, const int *members, int n)
+{
 	struct ibmc_context *ctx = comm->ctx;
 	size_t mtu;
 
 	memset(op, 0, sizeof(*op));
 	op->comm = comm;
-	op->seq = comm->next_seq;
+	op->seq = seq;
+	op->members = members;
+	op->nmembers = n;
+	if (index_of(op, root) < 0 || index_of(op, comm->rank) < 0)
+		return -EINVAL;
 	op->root = root;
 	op->me = comm->rank;
 	op->buf = buf;

@@ -79,6 +79,11 @@ struct ibmc__op {
 	struct ibmc_comm *comm;
 	uint32_t seq;
 	int root, me;
+	/* The ranks that take part (the node-leader broadcast runs among
+	 * node leaders only): NULL for every rank; else its tree is built
+	 * over indices of this list and mapped back to communicator ranks. */
+	const int *members;
+	int nmembers;
 	int known;		/* shape learnt (always at the root) */
 	int algo, lambda;
 	const struct ibmc__bcast_strategy *strat;
@@ -134,6 +139,12 @@ struct ibmc__op {
  * it is ignored (learnt from the first packet). 0 or -errno. */
 int ibmc__op_start(struct ibmc__op *op, struct ibmc_comm *comm, void *buf,
 		   size_t len, int root, int algo);
+/* The same among n communicator ranks members[] (ascending, holding root
+ * and this rank; the list must outlive the op), as broadcast number seq
+ * (a task may start its engine after later calls were numbered). */
+int ibmc__op_start_among(struct ibmc__op *op, struct ibmc_comm *comm,
+			 void *buf, size_t len, int root, int algo,
+			 uint32_t seq, const int *members, int n);
 void ibmc__op_fini(struct ibmc__op *op);
 /* A datagram for this op (its comm, version and seq already matched). */
 void ibmc__op_input(struct ibmc__op *op, const struct ibmc__hdr *h,

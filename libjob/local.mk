@@ -24,7 +24,8 @@ libjob_libibmcast_core_la_SOURCES = \
 	libjob/msg.c libjob/msg.h \
 	libjob/bcast_op.c libjob/bcast_op.h \
 	libjob/coll/coll.c libjob/coll/coll.h \
-	libjob/coll/bcast.c \
+	libjob/coll/bcast.c libjob/coll/bcast.h \
+	libjob/coll/bcast_node.c \
 	libjob/coll/bcast_mcast.c \
 	libjob/coll/bcast_binomial.c \
 	libjob/coll/bcast_postal.c \
@@ -87,6 +88,7 @@ libjob_tests = \
 	tests/libjob/test_early_return \
 	tests/libjob/test_allgather \
 	tests/libjob/test_node_shm \
+	tests/libjob/test_bcast_node \
 	tests/libjob/test_sa_mcmr \
 	tests/libjob/test_modes
 check_PROGRAMS += $(libjob_tests)
@@ -120,6 +122,9 @@ tests_libjob_test_allgather_LDADD = $(libjob_test_ldadd)
 tests_libjob_test_node_shm_SOURCES = tests/libjob/test_node_shm.c \
 	$(libjob_test_helpers)
 tests_libjob_test_node_shm_LDADD = $(libjob_test_ldadd)
+tests_libjob_test_bcast_node_SOURCES = tests/libjob/test_bcast_node.c \
+	$(libjob_test_helpers)
+tests_libjob_test_bcast_node_LDADD = $(libjob_test_ldadd)
 # libibmad reads the MADs back with its own field tables.
 tests_libjob_test_sa_mcmr_LDADD = $(libjob_test_ldadd) -libmad -libumad
 tests_libjob_test_modes_SOURCES = tests/libjob/test_modes.c \

@@ -82,6 +82,9 @@ enum ibmc__algo {
 	IBMC__A_MCAST = 1,
 	IBMC__A_BINOMIAL = 2,
 	IBMC__A_POSTAL = 3,
+	IBMC__A_SHM_MCAST = 4,	/* broadcast only: node leaders on the
+				 * network (with one of the above), the
+				 * other ranks from shared memory */
 };
 
 /* Flags. */

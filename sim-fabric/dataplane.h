@@ -201,6 +201,11 @@ struct dp_link_ctr {
 
 struct dp_sa_op;
 
+/* libibmcast's largest control packet (IBMC__WIRE_CTL, libjob/wire.h):
+ * unicast sends up to this size are counted apart (uc_small), so that
+ * acknowledgments can be told from data on the links. */
+#define DP_SMALL_BYTES 36
+
 struct dataplane {
 	struct fabric_model fm;
 	struct dp_model model;
@@ -243,6 +248,10 @@ struct dataplane {
 	struct dp_link_ctr *lc;		/* [nlink] */
 	uint64_t drops[DP_DROP_MAX];
 	uint64_t sends, delivered, bad_msgs;
+	uint64_t mc_sends;	/* of sends, multicast ones */
+	uint64_t uc_small;	/* of sends, unicast ones of at most
+				 * DP_SMALL_BYTES: a job library's control
+				 * packets (acks, NACKs, FINs, probes) */
 	uint64_t nsend;			/* all sends, for patterns */
 	struct dp_faults faults;
 	uint64_t start_ns;

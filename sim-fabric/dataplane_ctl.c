@@ -116,6 +116,10 @@ static json_t *counters(struct dataplane *dp, bool all)
 	json_object_set_new(o, "endpoints", eps);
 	json_object_set_new(o, "drops", drops_obj(dp->drops));
 	json_object_set_new(o, "sends", json_integer((json_int_t)dp->sends));
+	json_object_set_new(o, "mc_sends",
+			    json_integer((json_int_t)dp->mc_sends));
+	json_object_set_new(o, "uc_small",
+			    json_integer((json_int_t)dp->uc_small));
 	json_object_set_new(o, "delivered",
 			    json_integer((json_int_t)dp->delivered));
 	json_object_set_new(o, "bad_messages",
@@ -147,7 +151,8 @@ static void reset(struct dataplane *dp)
 
 	memset(dp->lc, 0, sizeof(*dp->lc) * (size_t)dp->fm.nlink);
 	memset(dp->drops, 0, sizeof(dp->drops));
-	dp->sends = dp->delivered = dp->bad_msgs = 0;
+	dp->sends = dp->mc_sends = dp->uc_small = 0;
+	dp->delivered = dp->bad_msgs = 0;
 	for (ep = dp->eps; ep; ep = ep->next)
 		ep->tx_pkts = ep->tx_bytes = ep->rx_pkts = ep->rx_bytes =
 			ep->rq_overflow = ep->errors = 0;

@@ -175,6 +175,8 @@ void dp_forward_uc(struct dataplane *dp, struct dp_ep *src,
 	bool charge;
 
 	dp->sends++;
+	if (len <= DP_SMALL_BYTES)
+		dp->uc_small++;
 	link = n->hca_port > 0 ? n->ports[n->hca_port].link : -1;
 	if (faults && pattern_drops(dp)) {
 		drop(dp, link, DP_DROP_PATTERN);
@@ -281,6 +283,7 @@ void dp_forward_mc(struct dataplane *dp, struct dp_ep *src,
 	int i, up;
 
 	dp->sends++;
+	dp->mc_sends++;
 	up = n->hca_port > 0 ? n->ports[n->hca_port].link : -1;
 	if (faults && pattern_drops(dp)) {
 		drop(dp, up, DP_DROP_PATTERN);

@@ -61,6 +61,7 @@ tests_libjob_coll_check_SOURCES = tests/libjob/coll_check.c \
 tests_libjob_coll_check_LDADD = libjob/libibmcast.la -lpthread -lm
 if BUILD_OSM_PLUGIN
 TESTS += tests/integration/libjob_allgather.sh
+TESTS += tests/integration/libjob_bcast_node.sh
 endif
 
 # modes_check: one communicator of a given mode (sm, pool, lazy, basic,

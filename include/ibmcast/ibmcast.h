@@ -256,7 +256,8 @@ int ibmc_iallreduce(ibmc_comm_t *comm, const void *sendbuf, void *recvbuf,
 int ibmc_op_valid(ibmc_op_t op, ibmc_dtype_t dtype);
 
 /* Broadcast shorthands: ibmc_comm_set_algo(comm, "bcast", name) with
- * "auto", "mcast", "binomial", "postal"; the last broadcast's algorithm. */
+ * "auto", "mcast", "binomial", "postal", "shm_mcast"; the last broadcast's
+ * algorithm. */
 int ibmc_comm_set_bcast_algo(ibmc_comm_t *comm, const char *name);
 const char *ibmc_comm_last_bcast_algo(const ibmc_comm_t *comm);
 

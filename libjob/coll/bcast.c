@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "libjob/bcast_op.h"
+#include "libjob/coll/bcast.h"
 #include "libjob/coll/coll.h"
 #include "libjob/dispatch.h"
 #include "libjob/mcast_switch.h"
@@ -26,6 +27,8 @@ static const struct ibmc__algo_desc algos[] = {
 	  "point-to-point, fragments pipelined down a binomial tree", 0, 0 },
 	{ IBMC__A_POSTAL, "postal",
 	  "point-to-point down the postal-model tree (latency-bound messages)", 0, 0 },
+	{ IBMC__A_SHM_MCAST, "shm_mcast",
+	  "node leaders broadcast among themselves (multicast when the group is usable, else their point-to-point tree), the other ranks are served from their node's shared memory", 0, 0 },
 };
 
 const struct ibmc__coll_desc ibmc__bcast_desc = {
@@ -52,7 +55,14 @@ struct bcast_task {
 	uint32_t last_nfrags;
 	int last_parent;
 	struct ibmc__hdr tmpl;		/* its shape, for replies */
+	struct ibmc__bnode *node;	/* "shm_mcast": &node_part, and op
+					 * runs on leaders only; else NULL */
+	struct ibmc__bnode node_part;
+	int node_done;
 };
+
+/* How often a rank waiting on its node looks again (us). */
+#define NODE_POLL_US 200
 
 static int may_mcast(const struct ibmc_comm *c)
 {
@@ -69,22 +79,27 @@ static int may_mcast(const struct ibmc_comm *c)
  * fragment on 2 or 3 ranks where a unicast tree is as short); else the
  * postal tree for one-fragment messages (latency-bound) and binomial for
  * pipelined larger ones. */
-static int choose(const struct ibmc_comm *c, size_t len)
+int ibmc__bcast_choose(const struct ibmc_comm *c, size_t len, int n,
+		       int algo)
 {
 	const struct ibmc__env *e = &c->ctx->env;
 	size_t frag = c->ctx->mtu - IBMC__WIRE_HDR;
 	long min = e->mcast_min;
-	int algo = c->algo[IBMC__C_BCAST];
 
 	if (algo == IBMC__A_MCAST && may_mcast(c))
 		return IBMC__A_MCAST;
 	if (algo == IBMC__A_BINOMIAL || algo == IBMC__A_POSTAL)
 		return algo;
 	if (min < 0)
-		min = c->size >= 4 ? 0 : (long)frag + 1;
+		min = n >= 4 ? 0 : (long)frag + 1;
 	if (may_mcast(c) && (long long)len >= min)
 		return IBMC__A_MCAST;
 	return len <= frag ? IBMC__A_POSTAL : IBMC__A_BINOMIAL;
+}
+
+static int choose(const struct ibmc_comm *c, size_t len)
+{
+	return ibmc__bcast_choose(c, len, c->size, c->algo[IBMC__C_BCAST]);
 }
 
 static void remember(struct bcast_task *b)
@@ -130,8 +145,17 @@ static int t_start(struct ibmc__task *t)
 {
 	struct bcast_task *b = t->priv;
 
+	if (b->node)
+		return ibmc__bnode_start(b->node, t, &b->op);
 	return ibmc__op_start(&b->op, t->comm, t->args.buf, t->args.len,
 			      t->args.root, t->algo);
+}
+
+/* The engine runs on this rank (every rank but in "shm_mcast", where
+ * only node leaders run it, a network root once it has the data). */
+static int engine(const struct bcast_task *b)
+{
+	return !b->node || (b->node->net && b->node->started);
 }
 
 static void t_input(struct ibmc__task *t, const struct ibmc__hdr *h,
@@ -139,7 +163,10 @@ static void t_input(struct ibmc__task *t, const struct ibmc__hdr *h,
 {
 	struct bcast_task *b = t->priv;
 
-	ibmc__op_input(&b->op, h, payload, plen, is_mcast);
+	/* Multicast reaches every rank of the communicator: only the
+	 * engine's ranks take part. */
+	if (engine(b))
+		ibmc__op_input(&b->op, h, payload, plen, is_mcast);
 }
 
 static void count(struct ibmc__task *t, struct bcast_task *b)
@@ -150,6 +177,14 @@ static void count(struct ibmc__task *t, struct bcast_task *b)
 		return;
 	b->counted = 1;
 	c->st.bcasts++;
+	if (b->node) {
+		/* Every rank of a node counts what its leaders ran. */
+		if (b->node->netalgo == IBMC__A_MCAST ||
+		    (engine(b) && b->op.known && b->op.algo == IBMC__A_MCAST))
+			c->st.mcast_bcasts++;
+		c->last_algo[IBMC__C_BCAST] = IBMC__A_SHM_MCAST;
+		return;
+	}
 	if (b->op.algo == IBMC__A_MCAST)
 		c->st.mcast_bcasts++;
 	c->last_algo[IBMC__C_BCAST] = b->op.algo;
@@ -167,8 +202,11 @@ static int may_return(const struct ibmc__task *t, const struct bcast_task *b)
 {
 	const struct ibmc__op *op = &b->op;
 
-	if (t->detached || !t->req || t->comm->ctx->env.bcast_sync ||
-	    !op->known || op->done)
+	if (t->detached || !t->req || t->comm->ctx->env.bcast_sync)
+		return 0;
+	if (b->node && (!b->node_done || !engine(b)))
+		return 0;
+	if (!op->known || op->done)
 		return 0;
 	return op->me == op->root || op->have == op->nfrags;
 }
@@ -176,10 +214,21 @@ static int may_return(const struct ibmc__task *t, const struct bcast_task *b)
 static int t_progress(struct ibmc__task *t, int64_t now)
 {
 	struct bcast_task *b = t->priv;
+	int rc;
 
-	ibmc__op_progress(&b->op, now);
+	if (b->node && !b->node_done) {
+		rc = ibmc__bnode_progress(b->node, t, &b->op);
+		if (rc < 0)
+			return rc;
+		b->node_done = !rc;
+	}
+	if (b->node && !engine(b))
+		return b->node_done ? 0 : IBMC_INPROGRESS;
+	if (!b->op.done)
+		ibmc__op_progress(&b->op, now);
 	if (b->op.done)
-		return b->op.rc;
+		return b->op.rc ? b->op.rc :
+		       !b->node || b->node_done ? 0 : IBMC_INPROGRESS;
 	if (may_return(t, b)) {
 		if (b->op.len) {
 			b->copy = malloc(b->op.len);
@@ -198,8 +247,16 @@ static int t_progress(struct ibmc__task *t, int64_t now)
 static int64_t t_deadline(const struct ibmc__task *t)
 {
 	const struct bcast_task *b = t->priv;
+	int64_t d = engine(b) ? ibmc__op_next_deadline(&b->op) : INT64_MAX,
+		poll;
 
-	return ibmc__op_next_deadline(&b->op);
+	/* The node part polls its segment while it is not done. */
+	if (b->node && !b->node_done) {
+		poll = ibmc__task_now() + NODE_POLL_US;
+		if (poll < d)
+			d = poll;
+	}
+	return d;
 }
 
 static void t_complete(struct ibmc__task *t, int rc)
@@ -207,9 +264,12 @@ static void t_complete(struct ibmc__task *t, int rc)
 	struct bcast_task *b = t->priv;
 	struct ibmc_comm *c = t->comm;
 
-	if (b->op.known) {
+	if (b->node)
+		ibmc__bnode_end(b->node, rc);
+	if (engine(b) && b->op.known) {
 		remember(b);
-		t->algo = b->op.algo;
+		if (!b->node)
+			t->algo = b->op.algo;
 	}
 	b->op.rc = rc;
 	mcast_health(c, &b->op);
@@ -272,8 +332,11 @@ static const struct ibmc__task_ops bcast_ops = {
 	.fini = t_fini,
 };
 
-int ibmc__bcast_start(struct ibmc_comm *c, void *buf, size_t len, int root,
-		      struct ibmc_request *req)
+/* node: the node-leader layout ("shm_mcast"), which every rank picks
+ * alike from the communicator's setting: non-leaders never see the
+ * root's packets, so they cannot learn it from them. */
+static int start(struct ibmc_comm *c, void *buf, size_t len, int root,
+		 struct ibmc_request *req, int node)
 {
 	struct ibmc__args args = { .buf = buf, .len = len, .root = root };
 	struct bcast_task *b;
@@ -288,14 +351,34 @@ int ibmc__bcast_start(struct ibmc_comm *c, void *buf, size_t len, int root,
 		req->rc = 0;
 		return 0;
 	}
-	if (c->rank == root)
-		algo = choose(c, len);
 	b = calloc(1, sizeof(*b));
 	if (!b)
 		return -ENOMEM;
+	if (node) {
+		algo = IBMC__A_SHM_MCAST;
+		b->node = &b->node_part;
+	} else if (c->rank == root) {
+		algo = choose(c, len);
+	}
 	rc = ibmc__task_start(c, IBMC__C_BCAST, algo, &bcast_ops, &args, b,
 			      req);
 	return rc;
+}
+
+int ibmc__bcast_start(struct ibmc_comm *c, void *buf, size_t len, int root,
+		      struct ibmc_request *req)
+{
+	/* Collectives built on broadcasts use today's layout: theirs may
+	 * hold the node's segment already. */
+	return start(c, buf, len, root, req, 0);
+}
+
+/* The caller's broadcast: in the node-leader layout when asked for. */
+static int user_start(struct ibmc_comm *c, void *buf, size_t len, int root,
+		      struct ibmc_request *req)
+{
+	return start(c, buf, len, root, req,
+		     c->algo[IBMC__C_BCAST] == IBMC__A_SHM_MCAST);
 }
 
 static int check_args(const ibmc_comm_t *c, const void *buf, size_t len,
@@ -318,7 +401,7 @@ int ibmc_bcast(ibmc_comm_t *c, void *buf, size_t len, int root)
 	pthread_mutex_lock(&c->ctx->lock);
 	rc = ibmc__switch_gate(c);
 	if (!rc)
-		rc = ibmc__bcast_start(c, buf, len, root, &req);
+		rc = user_start(c, buf, len, root, &req);
 	if (!rc)
 		rc = ibmc__wait(&req);
 	pthread_mutex_unlock(&c->ctx->lock);
@@ -340,7 +423,7 @@ int ibmc_ibcast(ibmc_comm_t *c, void *buf, size_t len, int root,
 	pthread_mutex_lock(&c->ctx->lock);
 	rc = ibmc__switch_gate(c);
 	if (!rc)
-		rc = ibmc__bcast_start(c, buf, len, root, req);
+		rc = user_start(c, buf, len, root, req);
 	pthread_mutex_unlock(&c->ctx->lock);
 	if (rc) {
 		free(req);

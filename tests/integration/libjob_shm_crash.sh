@@ -1,7 +1,8 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
 # A rank killed with SIGKILL in the middle of node shared-memory allgathers
-# (shm_leader) on the simulated fabric: the other ranks fail with ETIMEDOUT
+# (shm_leader), then of node-leader broadcasts (shm_mcast), on the simulated
+# fabric: the other ranks fail with ETIMEDOUT
 # (IBMCAST_BCAST_TIMEOUT_MS) instead of hanging, whether the victim was a
 # node leader or another local rank, and no /dev/shm entry of the job is
 # left. That the segment existed is shown first: a live rank of the
@@ -16,7 +17,7 @@
 libjob_need
 CHECK=$top_builddir/tests/libjob/shm_crash_check
 need_file "$CHECK" "tests/libjob/shm_crash_check"
-plan 10
+plan 20
 
 sim_up --hosts 4 --radix 8 || bail_out "fabric did not come up"
 # shellcheck disable=SC1091
@@ -34,15 +35,18 @@ our_segment() {
 	grep -o '/dev/shm/ibmcast-[^ ]*.*' "/proc/$1/maps" 2>/dev/null | head -n 1
 }
 
-# crash_case VICTIM NEIGHBOUR WHAT: 9 ranks, 3 per node on 3 nodes (the
-# leaders exchange by a ring); VICTIM is killed, NEIGHBOUR shares its node.
+# crash_case VICTIM NEIGHBOUR WHAT [bcast]: 9 ranks, 3 per node on 3 nodes
+# (the leaders exchange by a ring); VICTIM is killed, NEIGHBOUR shares its
+# node.
 crash_case() {
-	local victim=$1 neighbour=$2 what=$3 dir runpid npid seg rc=0 left
+	local victim=$1 neighbour=$2 what=$3 mode=${4:-} dir runpid npid seg
+	local rc=0 left calls=allgathers
+	[ "$mode" = bcast ] && calls=broadcasts
 	dir=$(mktemp -d "${TMPDIR:-/tmp}/ibmcast-shm.XXXXXX") ||
 		bail_out "mktemp failed"
 	at_exit "rm -rf '$dir'"
 	"$IBMCAST_RUN" -n 9 --nodes 'node[1-3]' -k 3 --job 332 --timeout 120 \
-		-- "$CHECK" "$dir" 4096 > "$dir/out" 2>&1 &
+		-- "$CHECK" "$dir" 4096 $mode > "$dir/out" 2>&1 &
 	runpid=$!
 	at_exit "kill $runpid 2> /dev/null"
 	wait_until 60 all_pids "$dir" 9 || diag "not every rank started"
@@ -54,10 +58,10 @@ crash_case() {
 	SECONDS=0
 	kill -9 "$(cat "$dir/$victim.pid")"
 	wait "$runpid" || rc=$?
-	is "$rc" 0 "  ... rank $victim killed: every other rank returned from its allgather and exited (${SECONDS}s, timeout 2s)" ||
+	is "$rc" 0 "  ... rank $victim killed: every other rank returned from its call and exited (${SECONDS}s, timeout 2s)" ||
 		diag "$(tail -n 30 "$dir/out")"
-	is "$(grep -cE '^rank [0-9]+ failed after [1-9][0-9]* allgathers: Connection timed out$' "$dir/out")" 8 \
-		"  ... the 8 others failed with ETIMEDOUT after verified allgathers" ||
+	is "$(grep -cE "^rank [0-9]+ failed after [1-9][0-9]* $calls: Connection timed out\$" "$dir/out")" 8 \
+		"  ... the 8 others failed with ETIMEDOUT after verified $calls" ||
 		diag "$(grep '^rank' "$dir/out")"
 	is "$(grep -c "^rank $victim killed by signal 9$" "$dir/out")" 1 \
 		"  ... rank $victim was killed by SIGKILL"
@@ -69,3 +73,5 @@ crash_case() {
 
 crash_case 4 5 "a local rank (4, not a leader)"
 crash_case 3 5 "a node leader (3)"
+crash_case 4 5 "shm_mcast broadcast, a local rank (4, not a leader)" bcast
+crash_case 3 5 "shm_mcast broadcast, a node leader (3)" bcast

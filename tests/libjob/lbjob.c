@@ -163,3 +163,15 @@ double lbjob_now(void)
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
+
+void lbjob_nodes(const int *node, int n)
+{
+	char list[4096] = "", one[16];
+	int r;
+
+	for (r = 0; r < n; r++) {
+		snprintf(one, sizeof(one), "%sn%d", r ? "," : "", node[r]);
+		strncat(list, one, sizeof(list) - strlen(list) - 1);
+	}
+	setenv("IBMCAST_LOOPBACK_NODES", list, 1);
+}

@@ -33,4 +33,8 @@ const char *lbjob_hub(void);
 
 double lbjob_now(void);
 
+/* Fake nodes for the next job: rank r on node node[r] (sets
+ * IBMCAST_LOOPBACK_NODES). */
+void lbjob_nodes(const int *node, int n);
+
 #endif

@@ -216,14 +216,7 @@ static int ag(ibmc_context_t *ctx, int rank, void *arg)
 
 static void set_nodes(const int *node, int n)
 {
-	char list[MAXR * 8] = "", one[16];
-	int r;
-
-	for (r = 0; r < n; r++) {
-		snprintf(one, sizeof(one), "%sn%d", r ? "," : "", node[r]);
-		strncat(list, one, sizeof(list) - strlen(list) - 1);
-	}
-	setenv("IBMCAST_LOOPBACK_NODES", list, 1);
+	lbjob_nodes(node, n);
 }
 
 static int shm_exists(const char *path)
