@@ -304,12 +304,48 @@ void ibmc__op_fini(struct ibmc__op *op)
 	free(op->t_model);
 	free(op->t_nack);
 	free(op->n_nack);
+	free(op->scratch);
 	op->kids = NULL;
 	op->got = NULL;
 	op->t_avail = NULL;
 	op->t_model = NULL;
 	op->t_nack = NULL;
 	op->n_nack = NULL;
+	op->scratch = NULL;
+	op->user_buf = NULL;
+}
+
+/*
+ * This member's length differs from the root's: an erroneous program that
+ * MPI reports only on the ranks concerned (MPI_ERR_TRUNCATE), so this rank
+ * must not leave the protocol, or its subtree would never get its data,
+ * repairs or FIN and would time out. It relays the root's message from a
+ * scratch buffer instead, as any member, and its caller gets -EMSGSIZE.
+ */
+static int relay(struct ibmc__op *op, size_t root_len)
+{
+	op->scratch = malloc(root_len ? root_len : 1);
+	if (!op->scratch)
+		return -ENOMEM;
+	op->user_buf = op->buf;
+	op->user_len = op->len;
+	op->buf = op->scratch;
+	op->len = root_len;
+	return 0;
+}
+
+int ibmc__op_deliver(struct ibmc__op *op)
+{
+	if (!op->scratch)
+		return 0;
+	if (op->user_buf) {
+		size_t n = op->user_len < op->len ? op->user_len : op->len;
+
+		if (n)
+			memcpy(op->user_buf, op->scratch, n);
+		op->user_buf = NULL;
+	}
+	return -EMSGSIZE;
 }
 
 /* A non-root learns the root's choice from the first fragment it gets. */
@@ -322,8 +358,11 @@ static void learn(struct ibmc__op *op, const struct ibmc__hdr *h)
 		return;
 	}
 	if (h->len != op->len) {
-		finish(op, -EMSGSIZE);	/* members disagree on the length */
-		return;
+		rc = relay(op, h->len);	/* members disagree on the length */
+		if (rc) {
+			finish(op, rc);
+			return;
+		}
 	}
 	op->algo = h->algo;
 	op->strat = ibmc__bcast_strategy(h->algo);

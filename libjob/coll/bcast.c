@@ -178,9 +178,21 @@ static int t_progress(struct ibmc__task *t, int64_t now)
 	struct bcast_task *b = t->priv;
 
 	ibmc__op_progress(&b->op, now);
-	if (b->op.done)
+	if (b->op.done) {
+		/* A member whose length differed relayed the broadcast to
+		 * the end: its caller, if still waiting, gets -EMSGSIZE. */
+		if (!b->op.rc && !t->detached)
+			return ibmc__op_deliver(&b->op);
 		return b->op.rc;
+	}
 	if (may_return(t, b)) {
+		if (b->op.scratch) {
+			/* The rest is relayed from the scratch buffer. */
+			count(t, b);
+			b->op.returned = 1;
+			ibmc__task_answer(t, ibmc__op_deliver(&b->op));
+			return IBMC_INPROGRESS;
+		}
 		if (b->op.len) {
 			b->copy = malloc(b->op.len);
 			if (!b->copy)
@@ -213,7 +225,7 @@ static void t_complete(struct ibmc__task *t, int rc)
 	}
 	b->op.rc = rc;
 	mcast_health(c, &b->op);
-	if (!rc)
+	if (!rc || (rc == -EMSGSIZE && b->op.scratch))
 		count(t, b);
 	/* Lingering needs only the template. */
 	ibmc__op_fini(&b->op);
