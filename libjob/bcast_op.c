@@ -165,6 +165,14 @@ static void frag_model_off(struct ibmc__op *op, uint32_t frag, int retx)
 		op->t_model[frag] = ibmc__model_clock(op->comm->ctx);
 }
 
+/* The error the data carries, on every fragment (ibmc__op.error). */
+static int error_flag(const struct ibmc__op *op)
+{
+	if (!op->error)
+		return 0;
+	return op->error == -EMSGSIZE ? IBMC__F_ESIZE : IBMC__F_EINVAL;
+}
+
 int ibmc__op_send_frag(struct ibmc__op *op, int to, uint32_t frag, int retx)
 {
 	struct ibmc__hdr h;
@@ -172,7 +180,7 @@ int ibmc__op_send_frag(struct ibmc__op *op, int to, uint32_t frag, int retx)
 
 	fill_hdr(op, &h, IBMC__K_DATA);
 	h.a = frag;
-	h.flags = retx ? IBMC__F_RETX : 0;
+	h.flags = (retx ? IBMC__F_RETX : 0) | error_flag(op);
 	if (retx)
 		op->comm->st.retransmits++;
 	frag_model_on(op, frag, retx);
@@ -190,7 +198,7 @@ int ibmc__op_mcast_frag(struct ibmc__op *op, uint32_t frag, int retx)
 
 	fill_hdr(op, &h, IBMC__K_DATA);
 	h.a = frag;
-	h.flags = retx ? IBMC__F_RETX : 0;
+	h.flags = (retx ? IBMC__F_RETX : 0) | error_flag(op);
 	if (retx)
 		op->comm->st.retransmits++;
 	else if (op->t_avail)
@@ -337,7 +345,7 @@ static int relay(struct ibmc__op *op, size_t root_len)
 int ibmc__op_deliver(struct ibmc__op *op)
 {
 	if (!op->scratch)
-		return 0;
+		return op->error;
 	if (op->user_buf) {
 		size_t n = op->user_len < op->len ? op->user_len : op->len;
 
@@ -357,6 +365,8 @@ static void learn(struct ibmc__op *op, const struct ibmc__hdr *h)
 		finish(op, -EINVAL);	/* members disagree on the root */
 		return;
 	}
+	if (h->flags & (IBMC__F_ESIZE | IBMC__F_EINVAL))
+		op->error = h->flags & IBMC__F_ESIZE ? -EMSGSIZE : -EINVAL;
 	if (h->len != op->len) {
 		rc = relay(op, h->len);	/* members disagree on the length */
 		if (rc) {

@@ -91,6 +91,10 @@ struct ibmc__op {
 	unsigned char *scratch;
 	unsigned char *user_buf;	/* NULL once delivered */
 	size_t user_len;
+	int error;		/* -EMSGSIZE, -EINVAL: the data is wrong (a
+				 * collective around this broadcast saw its
+				 * members disagree); set at the root, learnt
+				 * from the data elsewhere, carried on */
 	uint32_t fragsz, nfrags;
 	uint32_t ackint;	/* children ack every ackint fragments */
 
@@ -139,9 +143,10 @@ struct ibmc__op {
 int ibmc__op_start(struct ibmc__op *op, struct ibmc_comm *comm, void *buf,
 		   size_t len, int root, int algo);
 void ibmc__op_fini(struct ibmc__op *op);
-/* Once this member holds every fragment: 0, or (its length differed from
- * the root's) copy what fits into the caller's buffer, once, and
- * -EMSGSIZE. The op goes on relaying from its scratch buffer. */
+/* Once this member holds every fragment (the root: at once): 0; or (its
+ * length differed from the root's) copy what fits into the caller's
+ * buffer, once, and -EMSGSIZE; or the error the data carries. The op
+ * goes on relaying from its scratch buffer. */
 int ibmc__op_deliver(struct ibmc__op *op);
 /* A datagram for this op (its comm, version and seq already matched). */
 void ibmc__op_input(struct ibmc__op *op, const struct ibmc__hdr *h,

@@ -130,8 +130,12 @@ static int t_start(struct ibmc__task *t)
 {
 	struct bcast_task *b = t->priv;
 
-	return ibmc__op_start(&b->op, t->comm, t->args.buf, t->args.len,
-			      t->args.root, t->algo);
+	int rc = ibmc__op_start(&b->op, t->comm, t->args.buf, t->args.len,
+				t->args.root, t->algo);
+
+	if (!rc && t->comm->rank == t->args.root)
+		b->op.error = t->args.param;
+	return rc;
 }
 
 static void t_input(struct ibmc__task *t, const struct ibmc__hdr *h,
@@ -180,7 +184,8 @@ static int t_progress(struct ibmc__task *t, int64_t now)
 	ibmc__op_progress(&b->op, now);
 	if (b->op.done) {
 		/* A member whose length differed relayed the broadcast to
-		 * the end: its caller, if still waiting, gets -EMSGSIZE. */
+		 * the end: its caller, if still waiting, gets -EMSGSIZE
+		 * (or the error the data carries). */
 		if (!b->op.rc && !t->detached)
 			return ibmc__op_deliver(&b->op);
 		return b->op.rc;
@@ -202,7 +207,7 @@ static int t_progress(struct ibmc__task *t, int64_t now)
 		}
 		count(t, b);
 		b->op.returned = 1;
-		ibmc__task_answer(t, 0);
+		ibmc__task_answer(t, b->op.error);
 	}
 	return IBMC_INPROGRESS;
 }
@@ -225,7 +230,7 @@ static void t_complete(struct ibmc__task *t, int rc)
 	}
 	b->op.rc = rc;
 	mcast_health(c, &b->op);
-	if (!rc || (rc == -EMSGSIZE && b->op.scratch))
+	if (!rc || rc == b->op.error || (rc == -EMSGSIZE && b->op.scratch))
 		count(t, b);
 	/* Lingering needs only the template. */
 	ibmc__op_fini(&b->op);
@@ -287,7 +292,14 @@ static const struct ibmc__task_ops bcast_ops = {
 int ibmc__bcast_start(struct ibmc_comm *c, void *buf, size_t len, int root,
 		      struct ibmc_request *req)
 {
-	struct ibmc__args args = { .buf = buf, .len = len, .root = root };
+	return ibmc__bcast_start_error(c, buf, len, root, 0, req);
+}
+
+int ibmc__bcast_start_error(struct ibmc_comm *c, void *buf, size_t len,
+			    int root, int error, struct ibmc_request *req)
+{
+	struct ibmc__args args = { .buf = buf, .len = len, .root = root,
+				   .param = error };
 	struct bcast_task *b;
 	int rc, algo = IBMC__A_AUTO;
 
