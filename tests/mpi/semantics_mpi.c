@@ -11,7 +11,9 @@
  * less or more than they asked for see an error, never success, and the
  * communicator works afterwards; with "trunc", on every communicator, an
  * inner rank of the broadcast tree receiving less than the root sends:
- * only it sees MPI_ERR_TRUNCATE, the others succeed with the data.
+ * only it sees MPI_ERR_TRUNCATE, the others succeed with the data (and in
+ * an allreduce or allgather of disagreeing counts every rank sees an
+ * error).
  *
  * Output: one "semantics comm=... case=... errors=E ok|FAIL" line per
  * case from rank 0 (errors summed over all ranks), then every rank
@@ -272,7 +274,9 @@ static void mismatched(MPI_Comm comm, const char *cname, int *seq)
  * and as one of several fragments. Under MPI_ERRORS_RETURN that rank must
  * get MPI_ERR_TRUNCATE and the start of the data, every other rank
  * MPI_SUCCESS and all of it (none may wait for a timeout or abort); then a
- * valid broadcast succeeds everywhere. MPI's own collectives need not
+ * valid broadcast succeeds everywhere. Then an allreduce and an
+ * allgather where that rank passes half the count: every rank must get an
+ * error, and the communicator still works. MPI's own collectives need not
  * pass this (a short inner rank of their trees may forward only what it
  * received), so the IBMCAST_MPI=0 runs leave it out.
  */
@@ -306,6 +310,17 @@ static void truncated(MPI_Comm comm, const char *cname, int *seq)
 		for (i = 0; i < (me == cut ? count / 2 : count); i++)
 			errs += buf[i] != val(*seq, 0, i);
 	}
+	/* An allreduce and an allgather where the same rank passes half
+	 * the count: every rank's result would hold wrong data, so every
+	 * rank gets an error (none succeeds, none aborts). */
+	for (i = 0; i < 20; i++)
+		buf[i] = i;
+	rc = MPI_Allreduce(buf, buf + 1000, me == cut ? 10 : 20, MPI_INT,
+			   MPI_SUM, comm);
+	errs += rc == MPI_SUCCESS;
+	rc = MPI_Allgather(buf, me == cut ? 5 : 10, MPI_INT, buf + 1000,
+			   me == cut ? 5 : 10, MPI_INT, comm);
+	errs += rc == MPI_SUCCESS;
 	/* The communicator still works, on every rank. */
 	(*seq)++;
 	for (i = 0; i < 3000; i++)
@@ -313,6 +328,12 @@ static void truncated(MPI_Comm comm, const char *cname, int *seq)
 	errs += MPI_Bcast(buf, 3000, MPI_INT, 0, comm) != MPI_SUCCESS;
 	for (i = 0; i < 3000; i++)
 		errs += buf[i] != val(*seq, 0, i);
+	for (i = 0; i < 10; i++)
+		buf[i] = i + me;
+	errs += MPI_Allreduce(buf, buf + 1000, 10, MPI_INT, MPI_SUM, comm) !=
+		MPI_SUCCESS;
+	for (i = 0; i < 10; i++)
+		errs += buf[1000 + i] != i * n + n * (n - 1) / 2;
 	MPI_Comm_set_errhandler(comm, MPI_ERRORS_ARE_FATAL);
 	verdict(comm, cname, "truncated-inner-rank", errs);
 	free(buf);
