@@ -384,7 +384,8 @@ ok "$([ "$(field "$agsum" "packed")" -gt 0 ] && [ "${agmc:-0}" -gt 0 ]; echo $?)
 # communicator works); on every communicator an inner rank of the broadcast
 # tree receiving half the root's count: it alone gets MPI_ERR_TRUNCATE, the
 # others MPI_SUCCESS and the data, no abort (issue 11), with auto's choice
-# and again on the point-to-point binomial tree.
+# and again on the point-to-point binomial tree; an allreduce and an
+# allgather where that rank passes half the count fail on every rank.
 dp_ctl reset > /dev/null
 rc=0
 ompirun "$tmp/semantics.out" "$SPROG" trunc -- \
