@@ -415,8 +415,11 @@ int ibmc__xfers_result(struct ibmc__xfers *xs, int finished)
 
 	if (finished && ibmc__xfers_all_done(xs))
 		return xs->error;
+	/* A peer that ran another shape of the call (auto chose another
+	 * algorithm for another length) may never answer: the disagreement,
+	 * when this rank saw it, says more than the timeout. */
 	if (timeout && ibmc__now_ms() - xs->progress_ms > timeout)
-		return -ETIMEDOUT;
+		return xs->error ? xs->error : -ETIMEDOUT;
 	return IBMC_INPROGRESS;
 }
 

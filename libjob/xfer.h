@@ -113,9 +113,9 @@ int ibmc__xfers_check(const struct ibmc__xfers *xs);
  * ibmc__xfers_all_done does): when the task has posted all it will
  * (finished) and every transfer is done, 0 or the peers' disagreement
  * (-EMSGSIZE, -EINVAL: the task ran to its end so that its peers, which
- * learn it from its data, end too instead of timing out); else
- * -ETIMEDOUT when nothing moved for IBMCAST_BCAST_TIMEOUT_MS; else
- * IBMC_INPROGRESS. */
+ * learn it from its data, end too instead of timing out); else, when
+ * nothing moved for IBMCAST_BCAST_TIMEOUT_MS, the disagreement if there
+ * is one, else -ETIMEDOUT; else IBMC_INPROGRESS. */
 int ibmc__xfers_result(struct ibmc__xfers *xs, int finished);
 
 #endif
