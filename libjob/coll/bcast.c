@@ -129,10 +129,10 @@ static void mcast_health(struct ibmc_comm *c, const struct ibmc__op *op)
 static int t_start(struct ibmc__task *t)
 {
 	struct bcast_task *b = t->priv;
-
 	int rc = ibmc__op_start(&b->op, t->comm, t->args.buf, t->args.len,
 				t->args.root, t->algo);
 
+	/* ibmc__bcast_start_error: the data the root sends is wrong */
 	if (!rc && t->comm->rank == t->args.root)
 		b->op.error = t->args.param;
 	return rc;
