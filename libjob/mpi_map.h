@@ -11,7 +11,9 @@
 
 #include <limits.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "common/fnv.h"
 #include "ibmcast/ibmcast.h"
@@ -189,6 +191,35 @@ static inline int ibmc__mpi_agree_attr(const uint64_t *v, int multicast,
 	attr->group = multicast && v[1] ? __builtin_ctzll(v[1]) + 1 :
 					  IBMC_GROUP_NONE;
 	return v[0] != 0;
+}
+
+/*
+ * Under MPI_THREAD_MULTIPLE communicators of the same members may be
+ * agreed on at once, each holding on some member a pool group another
+ * needs, so that they agree on none. When a round agreed on no group, the
+ * members ask each other (one more allreduce) whether any member had
+ * groups held by another thread; if so, all release what they offered,
+ * wait apart and try again, at most IBMC__AGREE_ROUNDS rounds. Every
+ * decision rests on allreduced values, alike on every member.
+ */
+#define IBMC__AGREE_ROUNDS 10
+
+/* 1 when the round that gave all (with ok) may be tried again. */
+static inline int ibmc__mpi_agree_may_retry(int ok, const uint64_t *all,
+					    int threads, int round)
+{
+	return ok && !all[1] && threads && round + 1 < IBMC__AGREE_ROUNDS;
+}
+
+/* Waits a random time below 100 us << round, so that communicators that
+ * took each other's groups on different members try again apart. */
+static inline void ibmc__mpi_back_off(unsigned int *seed, int round)
+{
+	long us = (long)(rand_r(seed) % (100u << round));
+	struct timespec ts = { .tv_sec = us / 1000000,
+			       .tv_nsec = us % 1000000 * 1000 };
+
+	nanosleep(&ts, NULL);
 }
 
 #endif

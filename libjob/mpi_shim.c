@@ -81,6 +81,7 @@ static struct {
 	int on;			/* context up, communicators are mapped */
 	int finalized;		/* after ibmc_finalize: attributes are stale */
 	int verbose;		/* 1: summary at finalize, 2: every call */
+	int threads;		/* MPI_THREAD_MULTIPLE */
 	int rank;		/* in MPI_COMM_WORLD */
 	int keyval;
 	MPI_Comm boot;		/* private dup of MPI_COMM_WORLD */
@@ -212,10 +213,6 @@ static int all_agree(MPI_Comm comm, int mine)
 }
 
 /*
- * The members agree on the new communicator's id and pool group
- * (libjob/mpi_map.h) and on whether all can map it (mine); 0 when not.
- */
-/*
  * Pool groups this rank offered to a communicator being agreed on: under
  * MPI_THREAD_MULTIPLE another thread's communicator must not be offered
  * them meanwhile, or both could agree on one group and the second to
@@ -224,38 +221,54 @@ static int all_agree(MPI_Comm comm, int mine)
 static pthread_mutex_t held_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t held;
 
-/*
- * The members agree on the new communicator's id and pool group
- * (libjob/mpi_map.h) and on whether all can map it (mine); 0 when not.
- * *offered: the groups this rank held for it, released by the caller
- * once the communicator is created (or not).
- */
-static int agree(MPI_Comm comm, int mine, ibmc_comm_attr_t *attr,
-		 uint64_t *offered)
-{
-	uint64_t v[IBMC__AGREE_LEN], all[IBMC__AGREE_LEN];
-	int me = 0;
-
-	PMPI_Comm_rank(comm, &me);
-	/* (what is free, read under the lock: a group another thread
-	 * held stays held until its communicator has taken it) */
-	pthread_mutex_lock(&held_lock);
-	ibmc__mpi_agree_mine(S.ctx, mine, me, S.rank, &S.drawn, v);
-	v[1] &= ~held;
-	held |= v[1];
-	*offered = v[1];
-	pthread_mutex_unlock(&held_lock);
-	if (PMPI_Allreduce(v, all, IBMC__AGREE_LEN, MPI_UINT64_T, MPI_BAND,
-			   comm) != MPI_SUCCESS)
-		return 0;
-	return ibmc__mpi_agree_attr(all, 1, attr);
-}
-
 static void release_offered(uint64_t offered)
 {
 	pthread_mutex_lock(&held_lock);
 	held &= ~offered;
 	pthread_mutex_unlock(&held_lock);
+}
+
+/*
+ * The members agree on the new communicator's id and pool group
+ * (libjob/mpi_map.h) and on whether all can map it (mine); 0 when not.
+ * *offered: the groups this rank held for it, released by the caller
+ * once the communicator is created (or not). Under MPI_THREAD_MULTIPLE,
+ * rounds again while threads' communicators contend for groups.
+ */
+
+static int agree(MPI_Comm comm, int mine, ibmc_comm_attr_t *attr,
+		 uint64_t *offered)
+{
+	uint64_t v[IBMC__AGREE_LEN], all[IBMC__AGREE_LEN];
+	unsigned int seed;
+	int me = 0, round, contended, ok;
+
+	PMPI_Comm_rank(comm, &me);
+	seed = (unsigned int)S.rank * 2654435761u ^ (unsigned int)me;
+	for (round = 0;; round++) {
+		/* (what is free, read under the lock: a group another
+		 * thread held stays held until its communicator has
+		 * taken it) */
+		pthread_mutex_lock(&held_lock);
+		ibmc__mpi_agree_mine(S.ctx, mine, me, S.rank, &S.drawn, v);
+		contended = (v[1] & held) != 0;
+		v[1] &= ~held;
+		held |= v[1];
+		*offered = v[1];
+		pthread_mutex_unlock(&held_lock);
+		if (PMPI_Allreduce(v, all, IBMC__AGREE_LEN, MPI_UINT64_T,
+				   MPI_BAND, comm) != MPI_SUCCESS)
+			return 0;
+		ok = ibmc__mpi_agree_attr(all, 1, attr);
+		/* (threads' communicators contending for groups: again,
+		 * mpi_map.h) */
+		if (!ibmc__mpi_agree_may_retry(ok, all, S.threads, round) ||
+		    all_agree(comm, !contended))
+			return ok;
+		release_offered(*offered);
+		*offered = 0;
+		ibmc__mpi_back_off(&seed, round);
+	}
 }
 
 /*
@@ -327,6 +340,61 @@ static void map_comm(MPI_Comm comm)
 	}
 }
 
+/*
+ * MPI_Comm_idup's communicator is not usable before its request completes,
+ * in a call the shim does not see (MPI_Wait, MPI_Test and their kin): it
+ * is mapped at its first mapped collective instead, which every member
+ * reaches first, since MPI orders a communicator's collectives alike on
+ * all members (Open MPI's component maps late the same way). Until then
+ * its handle is listed here; MPI_Comm_free and MPI_Comm_disconnect take it
+ * off, because MPI may hand the same handle to its next communicator.
+ */
+static pthread_mutex_t idup_lock = PTHREAD_MUTEX_INITIALIZER;
+static MPI_Comm *idup_pending;
+static int nidup, maxidup;
+
+static void idup_add(MPI_Comm comm)
+{
+	MPI_Comm *p;
+	int listed = 0;
+
+	pthread_mutex_lock(&idup_lock);
+	if (nidup == maxidup) {
+		p = realloc(idup_pending, sizeof(*p) * (size_t)(maxidup + 8));
+		if (p) {
+			idup_pending = p;
+			maxidup += 8;
+		}
+	}
+	if (nidup < maxidup) {
+		idup_pending[nidup++] = comm;
+		listed = 1;
+	}
+	pthread_mutex_unlock(&idup_lock);
+	if (listed)
+		return;
+	/* A member that could not list it would run MPI's collective where
+	 * the others start mapping it: a mismatch MPI cannot survive. */
+	fprintf(stderr, SHIM ": rank %d: out of memory listing an MPI_Comm_idup communicator; aborting (IBMCAST_MPI=0 runs without the shim)\n",
+		S.rank);
+	PMPI_Abort(MPI_COMM_WORLD, 70);
+}
+
+/* 1 when comm was listed (it is not any more). */
+static int idup_take(MPI_Comm comm)
+{
+	int i, found = 0;
+
+	pthread_mutex_lock(&idup_lock);
+	for (i = 0; i < nidup && !found; i++)
+		if (idup_pending[i] == comm) {
+			idup_pending[i] = idup_pending[--nidup];
+			found = 1;
+		}
+	pthread_mutex_unlock(&idup_lock);
+	return found;
+}
+
 static ibmc_comm_t *comm_of(MPI_Comm comm)
 {
 	void *val = NULL;
@@ -334,10 +402,15 @@ static ibmc_comm_t *comm_of(MPI_Comm comm)
 
 	if (!S.on || S.finalized || comm == MPI_COMM_NULL)
 		return NULL;
-	if (PMPI_Comm_get_attr(comm, S.keyval, &val, &found) != MPI_SUCCESS ||
-	    !found)
+	if (PMPI_Comm_get_attr(comm, S.keyval, &val, &found) != MPI_SUCCESS)
 		return NULL;
-	return val;
+	if (!found && idup_take(comm)) {
+		map_comm(comm);
+		if (PMPI_Comm_get_attr(comm, S.keyval, &val, &found) !=
+		    MPI_SUCCESS)
+			return NULL;
+	}
+	return found ? val : NULL;
 }
 
 /*
@@ -422,6 +495,8 @@ static int shim_Init_thread(int *argc, char ***argv, int required,
 {
 	int rc = PMPI_Init_thread(argc, argv, required, provided);
 
+	S.threads = rc == MPI_SUCCESS && *provided == MPI_THREAD_MULTIPLE;
+
 	/* (every thread level is mapped alike: the shim's shared state is
 	 * locked or counted atomically, and libibmcast takes different
 	 * communicators from different threads at once) */
@@ -498,8 +573,8 @@ IBMC_SHIM_ENTRY(MPI_Comm_create_group, shim_Comm_create_group)
  * Topologies and merged intercommunicators: each call is collective over
  * the old communicator and every member of the new one returns from it,
  * so the new one is mapped like a split's. (MPI_Comm_idup's communicator
- * is not usable before its request completes, in another call: it stays
- * MPI's.)
+ * is not usable before its request completes, in another call: it is
+ * mapped at its first collective, comm_of().)
  */
 static int shim_Cart_create(MPI_Comm comm, int ndims, const int dims[],
 			    const int periods[], int reorder,
@@ -586,8 +661,35 @@ static int shim_Intercomm_merge(MPI_Comm intercomm, int high,
 }
 IBMC_SHIM_ENTRY(MPI_Intercomm_merge, shim_Intercomm_merge)
 
-/* (MPI_Comm_free needs no wrapper: the attribute's delete callback frees
- * the ibmc communicator when MPI frees the communicator.) */
+/* The attribute's delete callback frees the ibmc communicator when MPI
+ * frees the communicator; the wrappers only forget an idup'd one never
+ * mapped. */
+static int shim_Comm_idup(MPI_Comm comm, MPI_Comm *newcomm,
+			  MPI_Request *request)
+{
+	int rc = PMPI_Comm_idup(comm, newcomm, request);
+
+	if (rc == MPI_SUCCESS && S.on && *newcomm != MPI_COMM_NULL)
+		idup_add(*newcomm);
+	return rc;
+}
+IBMC_SHIM_ENTRY(MPI_Comm_idup, shim_Comm_idup)
+
+static int shim_Comm_free(MPI_Comm *comm)
+{
+	if (comm)
+		idup_take(*comm);
+	return PMPI_Comm_free(comm);
+}
+IBMC_SHIM_ENTRY(MPI_Comm_free, shim_Comm_free)
+
+static int shim_Comm_disconnect(MPI_Comm *comm)
+{
+	if (comm)
+		idup_take(*comm);
+	return PMPI_Comm_disconnect(comm);
+}
+IBMC_SHIM_ENTRY(MPI_Comm_disconnect, shim_Comm_disconnect)
 
 static void count_algo(const char *algo)
 {

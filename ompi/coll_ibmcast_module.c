@@ -117,35 +117,13 @@ static void release_offered(uint64_t offered)
 	pthread_mutex_unlock(&c->lock);
 }
 
-/* Rounds of agreement a communicator tries while other threads'
- * communicators hold the pool groups it could take. */
-#define AGREE_ROUNDS 10
-
-/*
- * Waits a random time below 100 us << round: communicators that took
- * each other's groups on different members (each member's threads came
- * in another order) try again apart.
- */
-static void back_off(unsigned int *seed, int round)
-{
-	long us = (long)(rand_r(seed) % (100 << round));
-	struct timespec ts = { .tv_sec = us / 1000000,
-			       .tv_nsec = us % 1000000 * 1000 };
-
-	nanosleep(&ts, NULL);
-}
-
 /*
  * The members agree on the new communicator's id and pool group
  * (libjob/mpi_map.h) and on whether all can map it (mine), over the
  * allreduce of the module before this one; 0 when not. *offered: the pool
  * groups this rank held for it (c->held), released by the caller once the
- * communicator is created or not.
- * Under MPI_THREAD_MULTIPLE communicators of the same members may be
- * agreed on at once, each holding on some member what another needs:
- * when they agree on no group and some member had groups held by
- * another thread, all members release theirs and try again (every
- * decision here rests on allreduced values, alike on every member).
+ * communicator is created or not. Under MPI_THREAD_MULTIPLE, rounds
+ * again while threads' communicators contend for groups (mpi_map.h).
  */
 static int agree(ibmcast_module_t *m, struct ompi_communicator_t *comm,
 		 int mine, ibmc_comm_attr_t *attr, uint64_t *offered)
@@ -174,13 +152,12 @@ static int agree(ibmcast_module_t *m, struct ompi_communicator_t *comm,
 		    OMPI_SUCCESS)
 			return 0;
 		ok = ibmc__mpi_agree_attr(all, 1, attr);
-		if (!ok || all[1] || !c->threads ||
-		    round + 1 == AGREE_ROUNDS ||
+		if (!ibmc__mpi_agree_may_retry(ok, all, c->threads, round) ||
 		    all_agree(m, comm, !contended))
 			return ok;
 		release_offered(*offered);
 		*offered = 0;
-		back_off(&seed, round);
+		ibmc__mpi_back_off(&seed, round);
 	}
 }
 

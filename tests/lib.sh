@@ -187,6 +187,28 @@ trap _lib_exit EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
 
+# ---- a busy host ---------------------------------------------------------
+
+# cpu_hogs_start [N]: N busy loops (default one per core), named
+# ibmcast-cpu-hog, stopped by PID by cpu_hogs_stop or on any exit: a compute
+# node running an application beside the ranks.
+CPU_HOGS=()
+cpu_hogs_start() {
+	local i n=${1:-$(nproc)}
+	[ "${#CPU_HOGS[@]}" -gt 0 ] || at_exit cpu_hogs_stop
+	for ((i = 0; i < n; i++)); do
+		(exec -a ibmcast-cpu-hog bash -c 'while :; do :; done') &
+		CPU_HOGS+=($!)
+	done
+}
+
+cpu_hogs_stop() {
+	[ "${#CPU_HOGS[@]}" -gt 0 ] || return 0
+	kill "${CPU_HOGS[@]}" 2> /dev/null
+	wait "${CPU_HOGS[@]}" 2> /dev/null
+	CPU_HOGS=()
+}
+
 # ---- simulated fabrics ---------------------------------------------------
 
 SIM_DIR=

@@ -203,16 +203,15 @@ END {
 	}
 }' "$CSV" > "$AGG"
 
-NCORES=$(nproc 2> /dev/null || echo '?')
-echo
-echo "barrier latency on a $HOSTS-host 2-level fat tree (radix 16), $(date -u '+%Y-%m-%d %H:%M UTC'), $NCORES cores"
-echo "latency = last rank's exit - last rank's entry, us: median over $((ITERS - 1)) barriers, median of"
-echo "$REPS runs (MPICH: $MPI_ITERS barriers, 1 run); columns: ranks x ranks per node;"
-echo "path = rounds/messages per rank (nway), levels of arrivals + 1 multicast (mcast)"
-echo
-awk -F, -v ranks="${RANKS[*]}" -v pernode="${PERNODE[*]}" \
-	-v algos="${ALGOS[*]} mpich" '
-{ med[$1, $2, $3] = $4; used[$1, $2, $3] = $5; r[$1, $2, $3] = $6
+# grid_table COL FORMAT PATHS ALGOS...: one row per algorithm, one column
+# per ranks x ranks per node, of agg.csv's column COL printed with FORMAT;
+# PATHS=1 adds each algorithm's path per rank count and auto's choices.
+grid_table() {
+	local col=$1 fmt=$2 paths=$3
+	shift 3
+	awk -F, -v ranks="${RANKS[*]}" -v pernode="${PERNODE[*]}" \
+		-v algos="$*" -v col="$col" -v fmt="$fmt" -v paths="$paths" '
+{ v[$1, $2, $3] = $col; used[$1, $2, $3] = $5; r[$1, $2, $3] = $6
   m[$1, $2, $3] = $7; ch[$1, $2, $3] = $9 }
 END {
 	nr = split(ranks, R, " "); nk = split(pernode, K, " ")
@@ -220,29 +219,33 @@ END {
 	printf "%-8s |", "algo"
 	for (i = 1; i <= nr; i++) for (j = 1; j <= nk; j++)
 		printf " %8s", R[i] "x" K[j]
-	printf " |"
-	for (i = 1; i <= nr; i++) printf " %9s", "path@" R[i]
+	if (paths) {
+		printf " |"
+		for (i = 1; i <= nr; i++) printf " %9s", "path@" R[i]
+	}
 	printf "\n"
 	for (a = 1; a <= na; a++) {
 		al = A[a]
 		printf "%-8s |", al == "mpich" ? "MPICH" : al
 		for (i = 1; i <= nr; i++) for (j = 1; j <= nk; j++) {
 			kk = al == "mpich" ? 0 : K[j]
-			v = med[R[i], kk, al]
-			printf " %8s", v == "" ? "-" : sprintf("%.0f", v)
+			x = v[R[i], kk, al]
+			printf " %8s", x == "" ? "-" : sprintf(fmt, x)
 		}
-		printf " |"
-		for (i = 1; i <= nr; i++) {
-			u = used[R[i], 1, al]
-			if (al == "mpich" || u == "") p = "-"
-			else if (u == "mcast") p = (r[R[i], 1, al] - 1) "+1mc"
-			else p = r[R[i], 1, al] "/" m[R[i], 1, al]
-			if (al != "mpich" && u != al && u != "" && al != "auto")
-				p = p "(" u ")"
-			printf " %9s", p
+		if (paths) {
+			printf " |"
+			for (i = 1; i <= nr; i++) {
+				u = used[R[i], 1, al]
+				if (al == "mpich" || u == "") p = "-"
+				else if (u == "mcast") p = (r[R[i], 1, al] - 1) "+1mc"
+				else p = r[R[i], 1, al] "/" m[R[i], 1, al]
+				if (al != "mpich" && u != al && u != "" && al != "auto")
+					p = p "(" u ")"
+				printf " %9s", p
+			}
 		}
 		printf "\n"
-		if (al == "auto") {
+		if (paths && al == "auto") {
 			printf "%-8s |", " chose"
 			for (i = 1; i <= nr; i++) for (j = 1; j <= nk; j++) {
 				u = ch[R[i], K[j], "auto"]
@@ -252,6 +255,16 @@ END {
 		}
 	}
 }' "$AGG"
+}
+
+NCORES=$(nproc 2> /dev/null || echo '?')
+echo
+echo "barrier latency on a $HOSTS-host 2-level fat tree (radix 16), $(date -u '+%Y-%m-%d %H:%M UTC'), $NCORES cores"
+echo "latency = last rank's exit - last rank's entry, us: median over $((ITERS - 1)) barriers, median of"
+echo "$REPS runs (MPICH: $MPI_ITERS barriers, 1 run); columns: ranks x ranks per node;"
+echo "path = rounds/messages per rank (nway), levels of arrivals + 1 multicast (mcast)"
+echo
+grid_table 4 "%.0f" 1 "${ALGOS[@]}" mpich
 echo
 echo "auto: the choices of its runs (n3 = nway:3; auto measures again in every run)."
 echo "nway:N with N >= P-1 runs as nway:(P-1) (in brackets)."
@@ -267,25 +280,7 @@ echo
 echo "modeled time per barrier, us (the slowest rank, timed barriers back to back;"
 echo "the model's o_s is paid once per message, so n messages of a round queue at the"
 echo "sender as on a real HCA; MPICH runs on no fabric and has none)"
-awk -F, -v ranks="${RANKS[*]}" -v pernode="${PERNODE[*]}" \
-	-v algos="${ALGOS[*]}" '
-{ mod[$1, $2, $3] = $10 }
-END {
-	nr = split(ranks, R, " "); nk = split(pernode, K, " ")
-	na = split(algos, A, " ")
-	printf "%-8s |", "algo"
-	for (i = 1; i <= nr; i++) for (j = 1; j <= nk; j++)
-		printf " %8s", R[i] "x" K[j]
-	printf "\n"
-	for (a = 1; a <= na; a++) {
-		printf "%-8s |", A[a]
-		for (i = 1; i <= nr; i++) for (j = 1; j <= nk; j++) {
-			v = mod[R[i], K[j], A[a]]
-			printf " %8s", v == "" ? "-" : sprintf("%.2f", v)
-		}
-		printf "\n"
-	}
-}' "$AGG"
+grid_table 10 "%.2f" 0 "${ALGOS[@]}"
 echo
 echo "targets"
 awk -F, -v ranks="${RANKS[*]}" -v pernode="${PERNODE[*]}" '

@@ -31,7 +31,7 @@ Prints one table and whether the targets hold:
   --reps N         broadcasts per point (default 5; the median is reported)
   --loaded N       also measure on a busy host, as on a compute node running
                    an application: N CPU hogs (processes named
-                   ibmcast-bench-hog, each a shell busy loop, stopped by PID
+                   ibmcast-cpu-hog, each a shell busy loop, stopped by PID
                    at the end or on any exit) spin while 32 ranks broadcast
                    8 B loss-free (multicast and binomial) and 4 KiB
                    loss-free and under 5% loss (multicast); targets: loaded
@@ -239,21 +239,10 @@ for size in "${SIZES[@]}"; do
 done
 
 # ---- the busy host ----------------------------------------------------------
-HOG_PIDS=()
-stop_hogs() {
-	[ "${#HOG_PIDS[@]}" -gt 0 ] || return 0
-	kill "${HOG_PIDS[@]}" 2> /dev/null
-	wait "${HOG_PIDS[@]}" 2> /dev/null
-	HOG_PIDS=()
-}
 LCSV=$OUT/results-loaded.csv
 if [ "$LOADED" -gt 0 ]; then
-	at_exit stop_hogs
-	for ((i = 0; i < LOADED; i++)); do
-		(exec -a ibmcast-bench-hog bash -c 'while :; do :; done') &
-		HOG_PIDS+=($!)
-	done
-	say "busy host: $LOADED CPU hogs (PIDs ${HOG_PIDS[*]}) on $(nproc) cores"
+	cpu_hogs_start "$LOADED"
+	say "busy host: $LOADED CPU hogs (PIDs ${CPU_HOGS[*]}) on $(nproc) cores"
 	MAIN_CSV=$CSV
 	CSV=$LCSV
 	head -n 1 "$MAIN_CSV" > "$CSV"
@@ -261,7 +250,7 @@ if [ "$LOADED" -gt 0 ]; then
 	point contig "$LOSS_N" binomial 0 8
 	point contig "$LOSS_N" mcast 0 4096
 	point contig "$LOSS_N" mcast 0.05 4096
-	stop_hogs
+	cpu_hogs_stop
 	CSV=$MAIN_CSV
 	say "hogs stopped"
 fi

@@ -26,15 +26,10 @@ run() {
 
 run idle
 idle=$BCAST_OUT
-HOG=()
-for ((i = 0; i < $(nproc); i++)); do
-	( while :; do :; done ) &
-	HOG+=($!)
-done
-at_exit "kill ${HOG[*]} 2> /dev/null"
+cpu_hogs_start
 run "under a CPU hog"
 busy=$BCAST_OUT
-kill "${HOG[@]}" 2> /dev/null
+cpu_hogs_stop
 
 # field OUT SIZE KEY
 field() {

@@ -70,15 +70,10 @@ runs "idle"
 first=("${TIMES[@]}")
 runs "idle again"
 again=("${TIMES[@]}")
-HOG=()
-for ((i = 0; i < $(nproc); i++)); do
-	( while :; do :; done ) &
-	HOG+=($!)
-done
-at_exit "kill ${HOG[*]} 2> /dev/null"
+cpu_hogs_start
 runs "under a CPU hog"
 busy=("${TIMES[@]}")
-kill "${HOG[@]}" 2> /dev/null
+cpu_hogs_stop
 
 for i in "${!CASES[@]}"; do
 	name=${CASES[i]%%|*}

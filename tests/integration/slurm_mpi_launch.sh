@@ -125,40 +125,51 @@ fpreload=$(ldd "$SHIM" | awk '/libasan|libubsan/ { printf "%s:", $3 }')
 kinds='^comm_kinds_mpi: rank [0-9]+: [0-9]+ communicators, [0-9]+ calls verified, 0 errors$'
 fort='^bcast_f: rank [0-9]+: [0-9]+ broadcasts verified, 0 errors$'
 
-out=$tmp/mpich.kinds
-launch "$out" 4 pmi2 LD_PRELOAD="$SHIM" IBMCAST_MPI_VERBOSE=1 -- "$MKPROG" 5
-is "$?/$(grep -cE "$kinds" "$out")" 0/4 \
-	"MPICH + shim under srun: every MPI_Bcast, MPI_Allreduce, MPI_Allgather and MPI_Barrier verified on every communicator" ||
-	diag "$(grep -v ' ok$' "$out" | tail -n 20)"
-ok "$(for c in MPI_Bcast MPI_Barrier MPI_Allgather MPI_Allreduce; do
-	grep -qE "^ibmcast_mpi: rank 0: [1-9][0-9]* $c over ibmcast " "$out" || exit 1
-      done
-      grep -qE '^ibmcast_mpi: rank 0: [0-9]+ MPI_Bcast over ibmcast \(mcast [1-9]' "$out"; echo $?)" \
-	"  the shim took each of the four collectives, broadcasts over multicast" ||
-	diag "$(grep '^ibmcast_mpi: rank 0' "$out")"
-out=$tmp/mpich.fortran
-launch "$out" 4 pmi2 LD_PRELOAD="$fpreload$SHIM" IBMCAST_MPI_VERBOSE=1 -- \
-	"$tmp/bcast_f.mpich"
-is "$?/$(grep -cE "$fort" "$out")/$(grep -cE '^ibmcast_mpi: rank 0: [1-9][0-9]* MPI_Bcast over ibmcast \(mcast [1-9]' "$out")" \
-	0/4/1 "MPICH Fortran under srun: every MPI_BCAST verified, over multicast by the shim" ||
-	diag "$(grep -v ' ok$' "$out" | tail -n 20)"
+# every_coll WHO MPI PROG SUMMARY MCAST [VAR=VALUE...]: PROG (comm_kinds_mpi)
+# under srun --mpi=MPI on 4 tasks verifies every collective on every
+# communicator, and rank 0's summary has a line matching SUMMARY (@C@: the
+# collective) for each of the four and one matching MCAST (broadcasts over
+# multicast).
+every_coll() {
+	local who=$1 mpi=$2 prog=$3 each=$4 mc=$5 out=$tmp/$2.kinds c
+	shift 5
+	launch "$out" 4 "$mpi" "$@" -- "$prog" 5
+	is "$?/$(grep -cE "$kinds" "$out")" 0/4 \
+		"$who under srun: every MPI_Bcast, MPI_Allreduce, MPI_Allgather and MPI_Barrier verified on every communicator" ||
+		diag "$(grep -v ' ok$' "$out" | tail -n 20)"
+	ok "$(for c in MPI_Bcast MPI_Barrier MPI_Allgather MPI_Allreduce; do
+		grep -qE "${each//@C@/$c}" "$out" || exit 1
+	      done
+	      grep -qE "$mc" "$out"; echo $?)" \
+		"  $who took each of the four collectives, none passed on, broadcasts over multicast" ||
+		diag "$(grep -E '^(ibmcast_mpi|coll_ibmcast): rank 0' "$out")"
+}
+
+# fortran WHO MPI PROG MCAST [VAR=VALUE...]: PROG (bcast_f built by that
+# MPI's mpifort) verifies every MPI_BCAST on 4 tasks, and rank 0's summary
+# matches MCAST.
+fortran() {
+	local who=$1 mpi=$2 prog=$3 mc=$4 out=$tmp/$2.fortran
+	shift 4
+	launch "$out" 4 "$mpi" "$@" -- "$prog"
+	is "$?/$(grep -cE "$fort" "$out")/$(grep -cE "$mc" "$out")" 0/4/1 \
+		"$who Fortran under srun: every MPI_BCAST verified, over multicast" ||
+		diag "$(grep -v ' ok$' "$out" | tail -n 20)"
+}
+
+every_coll "MPICH + shim" pmi2 "$MKPROG" \
+	'^ibmcast_mpi: rank 0: [1-9][0-9]* @C@ over ibmcast .*, 0 passed to MPI' \
+	'^ibmcast_mpi: rank 0: [0-9]+ MPI_Bcast over ibmcast \(mcast [1-9]' \
+	LD_PRELOAD="$SHIM" IBMCAST_MPI_VERBOSE=1
+fortran MPICH pmi2 "$tmp/bcast_f.mpich" \
+	'^ibmcast_mpi: rank 0: [1-9][0-9]* MPI_Bcast over ibmcast \(mcast [1-9]' \
+	LD_PRELOAD="$fpreload$SHIM" IBMCAST_MPI_VERBOSE=1
 
 oenv=(OMPI_MCA_mca_base_component_path="$ompi_path" OMPI_MCA_btl=self,tcp
       OMPI_MCA_coll_ibmcast_verbose=1)
-out=$tmp/ompi.kinds
-launch "$out" 4 pmix "${oenv[@]}" -- "$OKPROG" 5
-is "$?/$(grep -cE "$kinds" "$out")" 0/4 \
-	"Open MPI + coll/ibmcast under srun: every MPI_Bcast, MPI_Allreduce, MPI_Allgather and MPI_Barrier verified on every communicator" ||
-	diag "$(grep -v ' ok$' "$out" | tail -n 20)"
-ok "$(for c in MPI_Bcast MPI_Barrier MPI_Allgather MPI_Allreduce; do
-	grep -qE "^coll_ibmcast: rank 0: $c: [0-9]+ over multicast, [0-9]+ point-to-point by libibmcast.*, 0 passed" "$out" || exit 1
-      done
-      grep -qE '^coll_ibmcast: rank 0: MPI_Bcast: [1-9][0-9]* over multicast' "$out"; echo $?)" \
-	"  the component took each of the four collectives, none passed on, broadcasts over multicast" ||
-	diag "$(grep '^coll_ibmcast: rank 0' "$out")"
-out=$tmp/ompi.fortran
-launch "$out" 4 pmix "${oenv[@]}" LD_PRELOAD="$fpreload" -- \
-	"$tmp/bcast_f.openmpi"
-is "$?/$(grep -cE "$fort" "$out")/$(grep -cE '^coll_ibmcast: rank 0: MPI_Bcast: [1-9][0-9]* over multicast' "$out")" \
-	0/4/1 "Open MPI Fortran under srun: every MPI_BCAST verified, over multicast by the component" ||
-	diag "$(grep -v ' ok$' "$out" | tail -n 20)"
+every_coll "Open MPI + coll/ibmcast" pmix "$OKPROG" \
+	'^coll_ibmcast: rank 0: @C@: [0-9]+ over multicast, [0-9]+ point-to-point by libibmcast.*, 0 passed' \
+	'^coll_ibmcast: rank 0: MPI_Bcast: [1-9][0-9]* over multicast' "${oenv[@]}"
+fortran "Open MPI" pmix "$tmp/bcast_f.openmpi" \
+	'^coll_ibmcast: rank 0: MPI_Bcast: [1-9][0-9]* over multicast' \
+	"${oenv[@]}" LD_PRELOAD="$fpreload"
