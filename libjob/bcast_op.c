@@ -165,6 +165,14 @@ static void frag_model_off(struct ibmc__op *op, uint32_t frag, int retx)
 		op->t_model[frag] = ibmc__model_clock(op->comm->ctx);
 }
 
+/* The error the data carries, on every fragment (ibmc__op.error). */
+static int error_flag(const struct ibmc__op *op)
+{
+	if (!op->error)
+		return 0;
+	return op->error == -EMSGSIZE ? IBMC__F_ESIZE : IBMC__F_EINVAL;
+}
+
 int ibmc__op_send_frag(struct ibmc__op *op, int to, uint32_t frag, int retx)
 {
 	struct ibmc__hdr h;
@@ -172,7 +180,7 @@ int ibmc__op_send_frag(struct ibmc__op *op, int to, uint32_t frag, int retx)
 
 	fill_hdr(op, &h, IBMC__K_DATA);
 	h.a = frag;
-	h.flags = retx ? IBMC__F_RETX : 0;
+	h.flags = (retx ? IBMC__F_RETX : 0) | error_flag(op);
 	if (retx)
 		op->comm->st.retransmits++;
 	frag_model_on(op, frag, retx);
@@ -190,7 +198,7 @@ int ibmc__op_mcast_frag(struct ibmc__op *op, uint32_t frag, int retx)
 
 	fill_hdr(op, &h, IBMC__K_DATA);
 	h.a = frag;
-	h.flags = retx ? IBMC__F_RETX : 0;
+	h.flags = (retx ? IBMC__F_RETX : 0) | error_flag(op);
 	if (retx)
 		op->comm->st.retransmits++;
 	else if (op->t_avail)
@@ -337,12 +345,48 @@ void ibmc__op_fini(struct ibmc__op *op)
 	free(op->t_model);
 	free(op->t_nack);
 	free(op->n_nack);
+	free(op->scratch);
 	op->kids = NULL;
 	op->got = NULL;
 	op->t_avail = NULL;
 	op->t_model = NULL;
 	op->t_nack = NULL;
 	op->n_nack = NULL;
+	op->scratch = NULL;
+	op->user_buf = NULL;
+}
+
+/*
+ * This member's length differs from the root's: an erroneous program that
+ * MPI reports only on the ranks concerned (MPI_ERR_TRUNCATE), so this rank
+ * must not leave the protocol, or its subtree would never get its data,
+ * repairs or FIN and would time out. It relays the root's message from a
+ * scratch buffer instead, as any member, and its caller gets -EMSGSIZE.
+ */
+static int relay(struct ibmc__op *op, size_t root_len)
+{
+	op->scratch = malloc(root_len ? root_len : 1);
+	if (!op->scratch)
+		return -ENOMEM;
+	op->user_buf = op->buf;
+	op->user_len = op->len;
+	op->buf = op->scratch;
+	op->len = root_len;
+	return 0;
+}
+
+int ibmc__op_deliver(struct ibmc__op *op)
+{
+	if (!op->scratch)
+		return op->error;
+	if (op->user_buf) {
+		size_t n = op->user_len < op->len ? op->user_len : op->len;
+
+		if (n)
+			memcpy(op->user_buf, op->scratch, n);
+		op->user_buf = NULL;
+	}
+	return -EMSGSIZE;
 }
 
 /* A non-root learns the root's choice from the first fragment it gets. */
@@ -354,9 +398,14 @@ static void learn(struct ibmc__op *op, const struct ibmc__hdr *h)
 		finish(op, -EINVAL);	/* members disagree on the root */
 		return;
 	}
+	if (h->flags & (IBMC__F_ESIZE | IBMC__F_EINVAL))
+		op->error = h->flags & IBMC__F_ESIZE ? -EMSGSIZE : -EINVAL;
 	if (h->len != op->len) {
-		finish(op, -EMSGSIZE);	/* members disagree on the length */
-		return;
+		rc = relay(op, h->len);	/* members disagree on the length */
+		if (rc) {
+			finish(op, rc);
+			return;
+		}
 	}
 	op->algo = h->algo;
 	op->strat = ibmc__bcast_strategy(h->algo);

@@ -88,7 +88,18 @@ struct ibmc__op {
 	int algo, lambda;
 	const struct ibmc__bcast_strategy *strat;
 	unsigned char *buf;
-	size_t len;
+	size_t len;		/* the root's length (what the packets say) */
+	/* A member whose length differs from the root's (ibmc_bcast(3),
+	 * EMSGSIZE) still relays for its subtree: buf is then a scratch
+	 * buffer of the root's length (owned), and the caller's buffer gets
+	 * what fits once the data is complete (ibmc__op_deliver). */
+	unsigned char *scratch;
+	unsigned char *user_buf;	/* NULL once delivered */
+	size_t user_len;
+	int error;		/* -EMSGSIZE, -EINVAL: the data is wrong (a
+				 * collective around this broadcast saw its
+				 * members disagree); set at the root, learnt
+				 * from the data elsewhere, carried on */
 	uint32_t fragsz, nfrags;
 	uint32_t ackint;	/* children ack every ackint fragments */
 
@@ -146,6 +157,11 @@ int ibmc__op_start_among(struct ibmc__op *op, struct ibmc_comm *comm,
 			 void *buf, size_t len, int root, int algo,
 			 uint32_t seq, const int *members, int n);
 void ibmc__op_fini(struct ibmc__op *op);
+/* Once this member holds every fragment (the root: at once): 0; or (its
+ * length differed from the root's) copy what fits into the caller's
+ * buffer, once, and -EMSGSIZE; or the error the data carries. The op
+ * goes on relaying from its scratch buffer. */
+int ibmc__op_deliver(struct ibmc__op *op);
 /* A datagram for this op (its comm, version and seq already matched). */
 void ibmc__op_input(struct ibmc__op *op, const struct ibmc__hdr *h,
 		    const unsigned char *payload, size_t plen, int is_mcast);

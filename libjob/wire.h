@@ -91,6 +91,12 @@ enum ibmc__algo {
 #define IBMC__F_MC 0x1		/* ACK: this subtree saw multicast data */
 #define IBMC__F_RETX 0x2	/* DATA: a retransmission or repair */
 #define IBMC__F_MASK 0x4	/* ACK: a mask follows (wire only) */
+/* DATA, XDATA: members of this collective disagree on the length
+ * (ESIZE) or on the datatype or operation (EINVAL): the sender saw it or
+ * got data that carried it, so the result is wrong; its receivers finish
+ * the collective and fail with that error (ibmc_allreduce(3)). */
+#define IBMC__F_ESIZE 0x8
+#define IBMC__F_EINVAL 0x10
 
 struct ibmc__hdr {
 	uint8_t kind;

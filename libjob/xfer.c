@@ -44,6 +44,7 @@ void ibmc__xfers_fini(struct ibmc__xfers *xs)
 	for (i = 0; xs->x && i < xs->n; i++) {
 		free(xs->x[i].got);
 		free(xs->x[i].t_model);
+		free(xs->x[i].scratch);
 	}
 	free(xs->x);
 	xs->x = NULL;
@@ -84,6 +85,9 @@ static void send_frag(struct ibmc__xfers *xs, struct ibmc__xfer *x,
 	h.a = f;
 	h.len = (uint32_t)x->len;
 	h.flags = retx ? IBMC__F_RETX : 0;
+	if (xs->error)
+		h.flags |= xs->error == -EMSGSIZE ? IBMC__F_ESIZE :
+						     IBMC__F_EINVAL;
 	if (retx) {
 		xs->task->comm->st.retransmits++;
 		/* stamped as the first send: a fragment sent before the
@@ -196,6 +200,46 @@ static struct ibmc__xfer *find(struct ibmc__xfers *xs, int send, int peer,
 	return NULL;
 }
 
+/*
+ * The sender disagrees on the length or the tag (the datatype or the
+ * operation): an erroneous program, which fails with an error, never a
+ * timeout. The receive takes the sender's shape, so that the sender
+ * completes and every later send carries the error on (only members that
+ * see an error may stop, and in an allreduce or allgather every member's
+ * result depends on every member's data). Before its first fragment only:
+ * 0, or -1 to drop the datagram.
+ */
+static int adopt(struct ibmc__xfer *x, const struct ibmc__hdr *h)
+{
+	uint32_t nfrags = h->len ? (h->len + x->fragsz - 1) / x->fragsz : 1;
+	unsigned char *scratch, *got;
+	uint64_t *t_model;
+
+	if (x->top || x->done || x->scratch)
+		return -1;
+	scratch = malloc(h->len ? h->len : 1);
+	got = calloc((size_t)nfrags / 8 + 1, 1);
+	t_model = calloc(nfrags, sizeof(*t_model));
+	if (!scratch || !got || !t_model) {
+		free(scratch);
+		free(got);
+		free(t_model);
+		return -1;	/* the sender tries again */
+	}
+	free(x->got);
+	free(x->t_model);
+	x->got = got;
+	x->t_model = t_model;
+	x->scratch = scratch;
+	x->user = x->buf;
+	x->user_len = x->len;
+	x->buf = scratch;
+	x->len = h->len;
+	x->nfrags = nfrags;
+	x->tag = h->b;
+	return 0;
+}
+
 static void on_data(struct ibmc__xfers *xs, const struct ibmc__hdr *h,
 		    const unsigned char *payload, size_t plen)
 {
@@ -204,14 +248,18 @@ static void on_data(struct ibmc__xfers *xs, const struct ibmc__hdr *h,
 
 	if (!x)
 		return;		/* not posted yet: the sender sends again */
+	if (!xs->error && (h->flags & (IBMC__F_ESIZE | IBMC__F_EINVAL)))
+		xs->error = h->flags & IBMC__F_ESIZE ? -EMSGSIZE : -EINVAL;
 	if (x->tag != h->b || h->len != x->len) {
-		if (!xs->error)
+		if (!x->scratch)
 			ibmc_log(IBMC_LOG_ERROR,
 				 "libibmcast: rank %d: communicator %08x: rank %u sends %u bytes (tag %08x) where this rank expects %zu (tag %08x): the ranks' arguments disagree",
 				 xs->task->comm->rank, xs->task->comm->id,
 				 h->src, h->len, h->b, x->len, x->tag);
-		xs->error = h->len != x->len ? -EMSGSIZE : -EINVAL;
-		return;
+		if (!xs->error)
+			xs->error = h->len != x->len ? -EMSGSIZE : -EINVAL;
+		if (adopt(x, h))
+			return;
 	}
 	if (x->done) {
 		/* our final ack was lost: recovery, not modeled */
@@ -245,6 +293,12 @@ static void on_data(struct ibmc__xfers *xs, const struct ibmc__hdr *h,
 		x->have++;
 	if (x->have == x->nfrags) {
 		x->done = 1;
+		if (x->user) {
+			/* what fits of the sender's data (adopt) */
+			memcpy(x->user, x->scratch, x->user_len < x->len ?
+			       x->user_len : x->len);
+			x->user = NULL;
+		}
 		send_ack(xs, x);
 		send_ack(xs, x);
 		return;
@@ -357,12 +411,16 @@ int ibmc__xfers_check(const struct ibmc__xfers *xs)
 
 int ibmc__xfers_result(struct ibmc__xfers *xs, int finished)
 {
-	int rc;
+	int timeout = xs->task->comm->ctx->env.timeout_ms;
 
 	if (finished && ibmc__xfers_all_done(xs))
-		return 0;
-	rc = ibmc__xfers_check(xs);
-	return rc ? rc : IBMC_INPROGRESS;
+		return xs->error;
+	/* A peer that ran another shape of the call (auto chose another
+	 * algorithm for another length) may never answer: the disagreement,
+	 * when this rank saw it, says more than the timeout. */
+	if (timeout && ibmc__now_ms() - xs->progress_ms > timeout)
+		return xs->error ? xs->error : -ETIMEDOUT;
+	return IBMC_INPROGRESS;
 }
 
 void ibmc__xfers_task_input(struct ibmc__task *t, const struct ibmc__hdr *h,

@@ -50,13 +50,21 @@ struct ibmc__xfer {
 	unsigned char *got;	/* bitmap */
 	uint32_t have, top, acked_have;
 	int final_acks;
+	/* A receive whose sender disagrees on the length or the tag takes
+	 * the sender's shape into a scratch buffer (owned), so that the
+	 * sender completes; user gets what fits when it is done. */
+	unsigned char *scratch;
+	unsigned char *user;
+	size_t user_len;
 };
 
 struct ibmc__xfers {
 	struct ibmc__task *task;
 	int n;
 	struct ibmc__xfer *x;
-	int error;		/* -EMSGSIZE, -EINVAL: the peers disagree */
+	int error;		/* -EMSGSIZE, -EINVAL: the peers disagree
+				 * (seen here or carried by a peer's data);
+				 * every send from then on carries it */
 	int64_t progress_ms;	/* last new fragment or acknowledgment */
 	int64_t next;		/* us: the next timer, set by progress */
 };
@@ -102,9 +110,12 @@ int ibmc__xfers_all_done(struct ibmc__xfers *xs);
 int ibmc__xfers_check(const struct ibmc__xfers *xs);
 
 /* A transfer task's progress result (consuming the receives as
- * ibmc__xfers_all_done does): 0 when the task has posted all it
- * will (finished) and every transfer is done, else ibmc__xfers_check()'s
- * failure, else IBMC_INPROGRESS. */
+ * ibmc__xfers_all_done does): when the task has posted all it will
+ * (finished) and every transfer is done, 0 or the peers' disagreement
+ * (-EMSGSIZE, -EINVAL: the task ran to its end so that its peers, which
+ * learn it from its data, end too instead of timing out); else, when
+ * nothing moved for IBMCAST_BCAST_TIMEOUT_MS, the disagreement if there
+ * is one, else -ETIMEDOUT; else IBMC_INPROGRESS. */
 int ibmc__xfers_result(struct ibmc__xfers *xs, int finished);
 
 #endif

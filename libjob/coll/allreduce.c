@@ -173,19 +173,25 @@ static int mcast_allreduce(ibmc_comm_t *c, struct ibmc__ar_args *a,
 	size_t len = a->count * ibmc__dtype_size(a->dtype);
 	void *buf = a->buf;
 	struct ibmc__inner_mark mark;
-	int rc;
+	int rc, bad;
 
 	ibmc__inner_begin(c, &mark);
 	rc = start(c, algo == IBMC__AR_SHM_MCAST ? &ibmc__allreduce_shm_ops :
 		   &ibmc__allreduce_tree_ops, a, algo, 0, &req);
 	if (!rc)
 		rc = ibmc__wait(&req);
-	if (rc)
+	/* Members that disagree (count, datatype, operation) are seen only
+	 * on the way up, by some ranks; the others wait for the broadcast:
+	 * it still goes, carrying the root's error to every member. */
+	if (rc && rc != -EMSGSIZE && rc != -EINVAL)
 		goto out;
+	bad = rc;
 	memset(&req, 0, sizeof(req));
-	rc = ibmc__bcast_start(c, buf, len, 0, &req);
+	rc = ibmc__bcast_start_error(c, buf, len, 0, c->rank ? 0 : bad, &req);
 	if (!rc)
 		rc = ibmc__wait(&req);
+	if (!rc)
+		rc = bad;
 out:
 	ibmc__inner_end(c, &mark, false);
 	ibmc__ar_count(c, rc, algo);

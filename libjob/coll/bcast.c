@@ -144,11 +144,16 @@ static void mcast_health(struct ibmc_comm *c, const struct ibmc__op *op)
 static int t_start(struct ibmc__task *t)
 {
 	struct bcast_task *b = t->priv;
+	int rc;
 
 	if (b->node)
 		return ibmc__bnode_start(b->node, t, &b->op);
-	return ibmc__op_start(&b->op, t->comm, t->args.buf, t->args.len,
-			      t->args.root, t->algo);
+	rc = ibmc__op_start(&b->op, t->comm, t->args.buf, t->args.len,
+			    t->args.root, t->algo);
+	/* ibmc__bcast_start_error: the data the root sends is wrong */
+	if (!rc && t->comm->rank == t->args.root)
+		b->op.error = t->args.param;
+	return rc;
 }
 
 /* The engine runs on this rank (every rank but in "shm_mcast", where
@@ -226,10 +231,24 @@ static int t_progress(struct ibmc__task *t, int64_t now)
 		return b->node_done ? 0 : IBMC_INPROGRESS;
 	if (!b->op.done)
 		ibmc__op_progress(&b->op, now);
-	if (b->op.done)
-		return b->op.rc ? b->op.rc :
-		       !b->node || b->node_done ? 0 : IBMC_INPROGRESS;
+	if (b->op.done) {
+		if (b->op.rc)
+			return b->op.rc;
+		if (b->node && !b->node_done)
+			return IBMC_INPROGRESS;
+		/* A member whose length differed relayed the broadcast to
+		 * the end: its caller, if still waiting, gets -EMSGSIZE
+		 * (or the error the data carries). */
+		return t->detached ? 0 : ibmc__op_deliver(&b->op);
+	}
 	if (may_return(t, b)) {
+		if (b->op.scratch) {
+			/* The rest is relayed from the scratch buffer. */
+			count(t, b);
+			b->op.returned = 1;
+			ibmc__task_answer(t, ibmc__op_deliver(&b->op));
+			return IBMC_INPROGRESS;
+		}
 		if (b->op.len) {
 			b->copy = malloc(b->op.len);
 			if (!b->copy)
@@ -239,7 +258,7 @@ static int t_progress(struct ibmc__task *t, int64_t now)
 		}
 		count(t, b);
 		b->op.returned = 1;
-		ibmc__task_answer(t, 0);
+		ibmc__task_answer(t, b->op.error);
 	}
 	return IBMC_INPROGRESS;
 }
@@ -273,7 +292,7 @@ static void t_complete(struct ibmc__task *t, int rc)
 	}
 	b->op.rc = rc;
 	mcast_health(c, &b->op);
-	if (!rc)
+	if (!rc || rc == b->op.error || (rc == -EMSGSIZE && b->op.scratch))
 		count(t, b);
 	/* Lingering needs only the template. */
 	ibmc__op_fini(&b->op);
@@ -334,11 +353,13 @@ static const struct ibmc__task_ops bcast_ops = {
 
 /* node: the node-leader layout ("shm_mcast"), which every rank picks
  * alike from the communicator's setting: non-leaders never see the
- * root's packets, so they cannot learn it from them. */
+ * root's packets, so they cannot learn it from them. error: what the
+ * root's data carries (ibmc__bcast_start_error). */
 static int start(struct ibmc_comm *c, void *buf, size_t len, int root,
-		 struct ibmc_request *req, int node)
+		 struct ibmc_request *req, int node, int error)
 {
-	struct ibmc__args args = { .buf = buf, .len = len, .root = root };
+	struct ibmc__args args = { .buf = buf, .len = len, .root = root,
+				   .param = error };
 	struct bcast_task *b;
 	int rc, algo = IBMC__A_AUTO;
 
@@ -370,7 +391,13 @@ int ibmc__bcast_start(struct ibmc_comm *c, void *buf, size_t len, int root,
 {
 	/* Collectives built on broadcasts use today's layout: theirs may
 	 * hold the node's segment already. */
-	return start(c, buf, len, root, req, 0);
+	return start(c, buf, len, root, req, 0, 0);
+}
+
+int ibmc__bcast_start_error(struct ibmc_comm *c, void *buf, size_t len,
+			    int root, int error, struct ibmc_request *req)
+{
+	return start(c, buf, len, root, req, 0, error);
 }
 
 /* The caller's broadcast: in the node-leader layout when asked for. */
@@ -378,7 +405,7 @@ static int user_start(struct ibmc_comm *c, void *buf, size_t len, int root,
 		      struct ibmc_request *req)
 {
 	return start(c, buf, len, root, req,
-		     c->algo[IBMC__C_BCAST] == IBMC__A_SHM_MCAST);
+		     c->algo[IBMC__C_BCAST] == IBMC__A_SHM_MCAST, 0);
 }
 
 static int check_args(const ibmc_comm_t *c, const void *buf, size_t len,

@@ -61,6 +61,12 @@ int ibmc__barrier_measure_now(struct ibmc_comm *comm);
  * for collectives built on it. 0 or -errno. */
 int ibmc__bcast_start(struct ibmc_comm *comm, void *buf, size_t len,
 		      int root, struct ibmc_request *req);
+/* The same, where the root's data is known wrong (error: -EMSGSIZE or
+ * -EINVAL, the members of the collective it belongs to disagree; 0: it is
+ * not): the data carries error, and every member ends the broadcast with
+ * it, none with 0. Only the root's error counts. */
+int ibmc__bcast_start_error(struct ibmc_comm *comm, void *buf, size_t len,
+			    int root, int error, struct ibmc_request *req);
 
 /* A collective that runs others inside itself (the allgather's P
  * broadcasts, the barrier's measurement trials) takes a mark before and

@@ -69,7 +69,7 @@ OSHIM=$top_builddir/libjob/.libs/libibmcast_ompi.so
 need_file "$OSHIM" "libjob/libibmcast_ompi.so (configure --with-openmpi-shim)"
 need_file "$IBMCASTCTL" "tools/ibmcastctl"
 
-plan 68
+plan 69
 
 # Under the sanitizer build: MPICH (UCX) leaks from modules it unloads
 # before exit, which LeakSanitizer cannot name to suppress (a plain
@@ -269,17 +269,23 @@ is "$rc/$(grep -cE "$agline" "$tmp/allgather-off.out")" "0/$NRANKS" \
 # mismatched lengths on world under MPI_ERRORS_RETURN (an error, then the
 # communicator works); with "alias", an allreduce and an allgather whose
 # send buffer overlaps the receive buffer (MPI_ERR_BUFFER from MPICH, the
-# shim passing them to it).
+# shim passing them to it); with "trunc", on every communicator, an inner
+# rank of the broadcast tree receiving half the root's count: it alone gets
+# MPI_ERR_TRUNCATE, the others MPI_SUCCESS and the data, no abort, and the
+# communicator works (issue 11), with auto's choice and again on the
+# point-to-point binomial tree; an allreduce and an allgather where that
+# rank passes half the count fail on every rank, without an abort.
 # sverified OUT: every rank's verdict says 0 errors, no case failed.
 sverified() {
 	[ "$(grep -cE '^semantics_mpi: rank [0-9]+: [0-9]+ cases verified, 0 errors$' "$1")" = "$NRANKS" ] &&
 		! grep -q 'FAIL$' "$1" && grep -q '^semantics comm=' "$1"
 }
 rc=0
-RUN_PROG=$SPROG RUN_ARGS=alias mpirun "$tmp/semantics.out" \
+RUN_PROG=$SPROG RUN_ARGS="alias trunc" mpirun "$tmp/semantics.out" \
 	LD_PRELOAD="$SHIM" IBMCAST_MPI_VERBOSE=1 || rc=$?
-ok "$([ "$rc" = 0 ] && sverified "$tmp/semantics.out"; echo $?)" \
-	"semantics_mpi with the shim: every case verified (bytes in type-map order, MPI_BOTTOM, count 0, mismatched lengths, aliased buffers)"
+ok "$([ "$rc" = 0 ] && sverified "$tmp/semantics.out" &&
+      [ "$(grep -c 'case=truncated-inner-rank errors=0 ok$' "$tmp/semantics.out")" = 4 ]; echo $?)" \
+	"semantics_mpi with the shim: every case verified (bytes in type-map order, MPI_BOTTOM, count 0, mismatched lengths, an inner rank truncated on 4 communicators, aliased buffers)"
 grep -e '^semantics comm=' "$tmp/semantics.out" | grep -v ' ok$' | sed 's/^/# /'
 ssum=$(grep '^ibmcast_mpi: rank 0: .* MPI_Bcast over ' "$tmp/semantics.out")
 diag "$ssum"
@@ -288,6 +294,14 @@ ok "$([ "$(sed -n 's/.*; \([0-9]*\) packed), 0 passed to MPI;.*/\1/p' <<< "$ssum
       grep -q '; 5 communicators (' <<< "$ssum"; echo $?)" \
 	"semantics_mpi: its broadcasts went through libibmcast on world, the dup, the Cartesian ring, the split and the merged intercommunicator (5 mapped), those of permuted types packed, none passed to MPI"
 [ "$rc" = 0 ] || diag "$(tail -n 30 "$tmp/semantics.out")"
+rc=0
+RUN_PROG=$SPROG RUN_ARGS=trunc mpirun "$tmp/semantics-bin.out" \
+	LD_PRELOAD="$SHIM" IBMCAST_BCAST_ALGO=binomial || rc=$?
+ok "$([ "$rc" = 0 ] && sverified "$tmp/semantics-bin.out" &&
+      [ "$(grep -c 'case=truncated-inner-rank errors=0 ok$' "$tmp/semantics-bin.out")" = 4 ] &&
+      ! grep -q 'aborting' "$tmp/semantics-bin.out"; echo $?)" \
+	"semantics_mpi, IBMCAST_BCAST_ALGO=binomial: the truncated inner rank alone gets MPI_ERR_TRUNCATE, its subtree its data, no abort"
+[ "$rc" = 0 ] || diag "$(grep -v ' ok$' "$tmp/semantics-bin.out" | tail -n 30)"
 rc=0
 RUN_PROG=$SPROG RUN_ARGS=alias mpirun "$tmp/semantics-off.out" \
 	LD_PRELOAD="$SHIM" IBMCAST_MPI=0 || rc=$?

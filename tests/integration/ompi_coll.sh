@@ -62,7 +62,7 @@ need_file "$OSHIM" "libjob/libibmcast_ompi.so (configure --with-openmpi-shim)"
 need_file "$MSHIM" "libjob/libibmcast_mpi.so (configure --with-mpi, for MPICH)"
 need_file "$IBMCASTCTL" "tools/ibmcastctl"
 
-plan 64
+plan 65
 
 # Under the sanitizer build: Open MPI leaks from its own components at
 # MPI_Finalize, which LeakSanitizer cannot name to suppress; the ranks keep
@@ -381,15 +381,20 @@ ok "$([ "$(field "$agsum" "packed")" -gt 0 ] && [ "${agmc:-0}" -gt 0 ]; echo $?)
 # an absolute-address type at MPI_BOTTOM, calls of count 0 with no buffers,
 # on world, a dup, a Cartesian and a merged communicator; a broadcast of
 # mismatched lengths on world under MPI_ERRORS_RETURN (an error, then the
-# communicator works).
+# communicator works); on every communicator an inner rank of the broadcast
+# tree receiving half the root's count: it alone gets MPI_ERR_TRUNCATE, the
+# others MPI_SUCCESS and the data, no abort (issue 11), with auto's choice
+# and again on the point-to-point binomial tree; an allreduce and an
+# allgather where that rank passes half the count fail on every rank.
 dp_ctl reset > /dev/null
 rc=0
-ompirun "$tmp/semantics.out" "$SPROG" -- OMPI_MCA_coll_ibmcast_verbose=1 ||
-	rc=$?
+ompirun "$tmp/semantics.out" "$SPROG" trunc -- \
+	OMPI_MCA_coll_ibmcast_verbose=1 || rc=$?
 ok "$([ "$rc" = 0 ] &&
       [ "$(grep -cE '^semantics_mpi: rank [0-9]+: [0-9]+ cases verified, 0 errors$' "$tmp/semantics.out")" = "$NRANKS" ] &&
+      [ "$(grep -c 'case=truncated-inner-rank errors=0 ok$' "$tmp/semantics.out")" = 4 ] &&
       ! grep -q 'FAIL$' "$tmp/semantics.out"; echo $?)" \
-	"semantics_ompi: every case verified (bytes in type-map order, MPI_BOTTOM, count 0)"
+	"semantics_ompi: every case verified (bytes in type-map order, MPI_BOTTOM, count 0, an inner rank truncated on 4 communicators)"
 ssum=$(summary "$tmp/semantics.out" MPI_Bcast)
 diag "$ssum"
 # (Open MPI's own communicator constructors run MPI_Ibcast: counted
@@ -399,6 +404,15 @@ ok "$([ "$(field "$ssum" "over multicast")" -gt 0 ] &&
       grep -q '(0 communicator not mapped, 0 over 4 GiB, ' <<< "$ssum"; echo $?)" \
 	"semantics_ompi: its broadcasts went over multicast, those of permuted types packed, none passed to the previous module"
 [ "$rc" = 0 ] || diag "$(grep -v ' ok$' "$tmp/semantics.out" | tail -n 30)"
+rc=0
+ompirun "$tmp/semantics-bin.out" "$SPROG" trunc -- \
+	IBMCAST_BCAST_ALGO=binomial || rc=$?
+ok "$([ "$rc" = 0 ] &&
+      [ "$(grep -cE '^semantics_mpi: rank [0-9]+: [0-9]+ cases verified, 0 errors$' "$tmp/semantics-bin.out")" = "$NRANKS" ] &&
+      [ "$(grep -c 'case=truncated-inner-rank errors=0 ok$' "$tmp/semantics-bin.out")" = 4 ] &&
+      ! grep -q 'FAIL$' "$tmp/semantics-bin.out"; echo $?)" \
+	"semantics_ompi, IBMCAST_BCAST_ALGO=binomial: the truncated inner rank alone gets MPI_ERR_TRUNCATE, its subtree its data, no abort"
+[ "$rc" = 0 ] || diag "$(grep -v ' ok$' "$tmp/semantics-bin.out" | tail -n 30)"
 
 # --- Fortran ---------------------------------------------------------------
 # Fortran's MPI_BCAST reaches the component inside Open MPI, nothing

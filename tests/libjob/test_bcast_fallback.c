@@ -7,7 +7,10 @@
  * point-to-point communicators with the reason; a rank that never enters
  * the broadcast makes it fail with -ETIMEDOUT in bounded time, not hang:
  * with IBMCAST_BCAST_SYNC=1 on the broadcast itself, with early return
- * (the default) on the next call of a member that returned before.
+ * (the default) on the next call of a member that returned before; inner
+ * ranks of the tree whose length differs from the root's get -EMSGSIZE
+ * while their subtrees still get the data promptly (no timeout), and the
+ * communicator goes on working.
  */
 #include "config.h"
 
@@ -106,6 +109,103 @@ static int run_dead(ibmc_context_t *ctx, int rank, void *arg)
 	return ibmc_comm_free(c);
 }
 
+/* Inner ranks of the tree rooted at 0 of 8 pass other lengths than the
+ * root's: in the binomial tree (also the multicast's ack tree) rank 4,
+ * parent of 5 and 6, half of it and rank 2, parent of 3, twice it; in the
+ * postal tree (lambda 2) rank 5, parent of 6 and 7, and rank 3, parent
+ * of 4. */
+struct mm_res {
+	size_t len;		/* the root's */
+	int shorter, longer;	/* the ranks that pass other lengths */
+	int rc[8], rc2[8];
+	long bad_byte[8];
+	double secs[8];
+};
+
+static size_t mm_len(const struct mm_res *r, int rank)
+{
+	if (rank == r->shorter)
+		return r->len / 2;
+	if (rank == r->longer)
+		return r->len * 2;
+	return r->len;
+}
+
+static int run_mismatch(ibmc_context_t *ctx, int rank, void *arg)
+{
+	struct mm_res *r = arg;
+	size_t full = r->len;
+	size_t len = mm_len(r, rank);
+	unsigned char *buf = malloc(full * 2);
+	ibmc_comm_t *c;
+	double t0;
+	int rc;
+
+	if (!buf)
+		return -ENOMEM;
+	rc = ibmc_comm_create(ctx, NULL, 0, &c);
+	if (rc) {
+		free(buf);
+		return rc;
+	}
+	if (rank == 0)
+		lbjob_fill(buf, len, 11);
+	else
+		memset(buf, 0xee, full * 2);
+	t0 = lbjob_now();
+	r->rc[rank] = ibmc_bcast(c, buf, len, 0);
+	/* What fits arrived on every rank, the rest of a longer buffer is
+	 * left alone. */
+	r->bad_byte[rank] = lbjob_check(buf, len < full ? len : full, 11);
+	if (len > full && buf[full] != 0xee)
+		r->bad_byte[rank] = (long)full;
+	/* The communicator still works (a failure of the first broadcast
+	 * after an early return would come here too). */
+	r->rc2[rank] = bcast_check(c, 3, 5000, 12);
+	r->secs[rank] = lbjob_now() - t0;
+	free(buf);
+	return ibmc_comm_free(c);
+}
+
+static void length_mismatch(const char *algo, size_t len)
+{
+	int postal = !strcmp(algo, "postal");
+	struct mm_res r = { .len = len, .shorter = postal ? 5 : 4,
+			    .longer = postal ? 3 : 2 };
+	int bad, i, ok_rc = 1, ok_data = 1, ok_next = 1;
+	double worst = 0;
+
+	lbjob_env(2, 2048);
+	setenv("IBMCAST_BCAST_ALGO", algo, 1);
+	setenv("IBMCAST_POSTAL_LAMBDA", "2", 1);
+	bad = lbjob_run(8, run_mismatch, &r);
+	unsetenv("IBMCAST_BCAST_ALGO");
+	for (i = 0; i < 8; i++) {
+		int want = i == r.shorter || i == r.longer ? -EMSGSIZE : 0;
+
+		if (r.rc[i] != want) {
+			ok_rc = 0;
+			tap_diag("  rank %d: %s", i, strerror(-r.rc[i]));
+		}
+		if (r.bad_byte[i] >= 0) {
+			ok_data = 0;
+			tap_diag("  rank %d: byte %ld differs", i,
+				 r.bad_byte[i]);
+		}
+		if (r.rc2[i])
+			ok_next = 0;
+		if (r.secs[i] > worst)
+			worst = r.secs[i];
+	}
+	tap_ok(!bad && ok_rc,
+	       "%s, %zu bytes, rank %d shorter and rank %d longer: only they get EMSGSIZE",
+	       algo, len, r.shorter, r.longer);
+	tap_ok(ok_data, "  ... every rank holds what fits of the root's data");
+	tap_ok(ok_next, "  ... the next broadcast succeeds everywhere");
+	tap_ok(worst < 4.0, "  ... no timeout: slowest rank took %.3fs (timeout 8s)",
+	       worst);
+}
+
 static void fault_mcast_broken(void)
 {
 	struct ibmc_loopback_faults f = { .mcast_broken = 1, .seed = 3 };
@@ -181,11 +281,22 @@ int main(void)
 	state_not_ready("IBMCAST_COMM_MODE", "p2p", -ECANCELED, "p2p");
 	dead_rank("mcast");
 	dead_rank("binomial");
+	setenv("IBMCAST_BCAST_TIMEOUT_MS", "8000", 1);
+	length_mismatch("mcast", 100000);
+	length_mismatch("binomial", 100000);
+	length_mismatch("postal", 1000);
+	length_mismatch("postal", 100000);
+	setenv("IBMCAST_BCAST_TIMEOUT_MS", "20000", 1);
 	/* The synchronizing return: failures come with the call itself. */
 	setenv("IBMCAST_BCAST_SYNC", "1", 1);
 	fault_mcast_broken();
 	dead_rank("mcast");
 	dead_rank("binomial");
+	setenv("IBMCAST_BCAST_TIMEOUT_MS", "8000", 1);
+	length_mismatch("mcast", 100000);
+	length_mismatch("binomial", 100000);
+	length_mismatch("postal", 1000);
+	setenv("IBMCAST_BCAST_TIMEOUT_MS", "20000", 1);
 	unsetenv("IBMCAST_BCAST_SYNC");
 	tap_plan(tap__n);
 	return tap_done();

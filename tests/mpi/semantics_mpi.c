@@ -9,7 +9,11 @@
  * count 0 with no buffers; and, on MPI_COMM_WORLD with MPI_ERRORS_RETURN,
  * broadcasts whose lengths disagree between ranks: the ranks that get
  * less or more than they asked for see an error, never success, and the
- * communicator works afterwards.
+ * communicator works afterwards; with "trunc", on every communicator, an
+ * inner rank of the broadcast tree receiving less than the root sends:
+ * only it sees MPI_ERR_TRUNCATE, the others succeed with the data (and in
+ * an allreduce or allgather of disagreeing counts every rank sees an
+ * error).
  *
  * Output: one "semantics comm=... case=... errors=E ok|FAIL" line per
  * case from rank 0 (errors summed over all ranks), then every rank
@@ -264,6 +268,78 @@ static void mismatched(MPI_Comm comm, const char *cname, int *seq)
 }
 
 /*
+ * With the argument "trunc": one inner rank of the broadcast's tree (comm
+ * rank 2, parent of 3 in the binomial tree rooted at 0; the last rank on
+ * fewer than 4) receives with half the root's count, as a small message
+ * and as one of several fragments. Under MPI_ERRORS_RETURN that rank must
+ * get MPI_ERR_TRUNCATE and the start of the data, every other rank
+ * MPI_SUCCESS and all of it (none may wait for a timeout or abort); then a
+ * valid broadcast succeeds everywhere. Then an allreduce and an
+ * allgather where that rank passes half the count: every rank must get an
+ * error, and the communicator still works. MPI's own collectives need not
+ * pass this (a short inner rank of their trees may forward only what it
+ * received), so the IBMCAST_MPI=0 runs leave it out.
+ */
+static void truncated(MPI_Comm comm, const char *cname, int *seq)
+{
+	static const int counts[] = { 10, 3000 };
+	int n, me, i, k, rc, cls, cut, *buf, count;
+	long errs = 0;
+
+	MPI_Comm_size(comm, &n);
+	MPI_Comm_rank(comm, &me);
+	cut = n > 3 ? 2 : n - 1;
+	buf = malloc(sizeof(int) * 3000);
+	MPI_Comm_set_errhandler(comm, MPI_ERRORS_RETURN);
+	for (k = 0; k < 2; k++) {
+		(*seq)++;
+		count = counts[k];
+		for (i = 0; i < count; i++)
+			buf[i] = me == 0 ? val(*seq, 0, i) : -1;
+		rc = MPI_Bcast(buf, me == cut ? count / 2 : count, MPI_INT, 0,
+			       comm);
+		cls = MPI_SUCCESS;
+		if (rc != MPI_SUCCESS)
+			MPI_Error_class(rc, &cls);
+		if (cls != (me == cut ? MPI_ERR_TRUNCATE : MPI_SUCCESS)) {
+			fprintf(stderr,
+				"semantics_mpi: rank %d: %s: truncated bcast of %d ints: error class %d\n",
+				wrank, cname, count, cls);
+			errs++;
+		}
+		for (i = 0; i < (me == cut ? count / 2 : count); i++)
+			errs += buf[i] != val(*seq, 0, i);
+	}
+	/* An allreduce and an allgather where the same rank passes half
+	 * the count: every rank's result would hold wrong data, so every
+	 * rank gets an error (none succeeds, none aborts). */
+	for (i = 0; i < 20; i++)
+		buf[i] = i;
+	rc = MPI_Allreduce(buf, buf + 1000, me == cut ? 10 : 20, MPI_INT,
+			   MPI_SUM, comm);
+	errs += rc == MPI_SUCCESS;
+	rc = MPI_Allgather(buf, me == cut ? 5 : 10, MPI_INT, buf + 1000,
+			   me == cut ? 5 : 10, MPI_INT, comm);
+	errs += rc == MPI_SUCCESS;
+	/* The communicator still works, on every rank. */
+	(*seq)++;
+	for (i = 0; i < 3000; i++)
+		buf[i] = me == 0 ? val(*seq, 0, i) : -1;
+	errs += MPI_Bcast(buf, 3000, MPI_INT, 0, comm) != MPI_SUCCESS;
+	for (i = 0; i < 3000; i++)
+		errs += buf[i] != val(*seq, 0, i);
+	for (i = 0; i < 10; i++)
+		buf[i] = i + me;
+	errs += MPI_Allreduce(buf, buf + 1000, 10, MPI_INT, MPI_SUM, comm) !=
+		MPI_SUCCESS;
+	for (i = 0; i < 10; i++)
+		errs += buf[1000 + i] != i * n + n * (n - 1) / 2;
+	MPI_Comm_set_errhandler(comm, MPI_ERRORS_ARE_FATAL);
+	verdict(comm, cname, "truncated-inner-rank", errs);
+	free(buf);
+}
+
+/*
  * With the argument "alias": a send buffer that overlaps the receive
  * buffer is an error MPICH reports (MPI_ERR_BUFFER), not a collective to
  * run; under MPI_ERRORS_RETURN every rank must see an error, then the
@@ -290,6 +366,8 @@ static void aliased(MPI_Comm comm, const char *cname)
 	verdict(comm, cname, "aliased-buffers-fail", errs);
 }
 
+static int trunc_case;
+
 static void run(MPI_Comm comm, const char *cname)
 {
 	int seq = 0;
@@ -298,14 +376,20 @@ static void run(MPI_Comm comm, const char *cname)
 	bcast_bottom(comm, cname, &seq);
 	allgather_types(comm, cname, &seq);
 	zero_counts(comm, cname);
+	if (trunc_case)
+		truncated(comm, cname, &seq);
 }
 
 int main(int argc, char **argv)
 {
 	MPI_Comm dup, cart, half, inter, merged;
-	int wsize, low, seq, dims[1] = { 0 }, periods[1] = { 1 };
+	int wsize, low, seq, alias = 0, i, dims[1] = { 0 }, periods[1] = { 1 };
 
 	MPI_Init(&argc, &argv);
+	for (i = 1; i < argc; i++) {
+		alias |= !strcmp(argv[i], "alias");
+		trunc_case |= !strcmp(argv[i], "trunc");
+	}
 	MPI_Comm_rank(MPI_COMM_WORLD, &wrank);
 	MPI_Comm_size(MPI_COMM_WORLD, &wsize);
 	MPI_Comm_dup(MPI_COMM_WORLD, &dup);
@@ -322,13 +406,11 @@ int main(int argc, char **argv)
 	run(dup, "dup");
 	run(cart, "cart");
 	run(merged, "merged");
-	/* (on MPI_COMM_WORLD only: a receiver of a point-to-point tree that
-	 * sees the mismatch does not pass the data on, and its subtree can
-	 * only time out; world has a multicast group, where every receiver
-	 * sees the root's length) */
+	/* (on MPI_COMM_WORLD only: the IBMCAST_MPI=0 runs check MPI's own
+	 * broadcast with it) */
 	seq = 9000;
 	mismatched(MPI_COMM_WORLD, "world", &seq);
-	if (argc > 1 && !strcmp(argv[1], "alias"))
+	if (alias)
 		aliased(MPI_COMM_WORLD, "world");
 	printf("semantics_mpi: rank %d: %ld cases verified, %ld errors\n",
 	       wrank, done, errors);
