@@ -243,6 +243,28 @@ void ibmc__shm_moved(struct ibmc__shm_call *k)
 	k->moved_ms = ibmc__now_ms();
 }
 
+int ibmc__shm_leader_word(struct ibmc__shm_call *k, int64_t *beat,
+			  uint32_t *steps)
+{
+	struct ibmc__shm_hdr *h = k->shm->hdr;
+	uint64_t w;
+	int64_t b;
+
+	w = atomic_load_explicit(&h->failed, memory_order_acquire);
+	if ((uint32_t)(w >> 32) == k->stamp && (uint32_t)w)
+		return -(int)(uint32_t)w;
+	b = atomic_load_explicit(&h->beat, memory_order_relaxed);
+	if (b != *beat) {
+		*beat = b;
+		ibmc__shm_moved(k);
+	}
+	w = atomic_load_explicit(&h->steps, memory_order_acquire);
+	if ((uint32_t)(w >> 32) != k->stamp)
+		return 0;
+	*steps = (uint32_t)w;
+	return 1;
+}
+
 int ibmc__shm_my_turn(struct ibmc__shm_call *k)
 {
 	/* Stamps skip 0: the call before stamp 1 is numbered 0xffffffff,

@@ -114,6 +114,16 @@ void ibmc__shm_moved(struct ibmc__shm_call *k);
  */
 int ibmc__shm_my_turn(struct ibmc__shm_call *k);
 
+/*
+ * A local rank reads its leader's word for call k: 1 with *steps (what
+ * the leader last published for this call), 0 while it published nothing
+ * for it yet, -errno when the leader's call failed. A beat of the
+ * leader's network part not seen before (*beat) counts as the node
+ * moving.
+ */
+int ibmc__shm_leader_word(struct ibmc__shm_call *k, int64_t *beat,
+			  uint32_t *steps);
+
 /* This rank's call is done with the segment (completed or failed): the
  * next call's turn. */
 void ibmc__shm_call_end(struct ibmc__shm_call *k);

@@ -213,9 +213,8 @@ static int gather_wait(struct ibmc__task *t, struct ag *a)
 static int steps_done(struct ibmc__task *t, struct ag *a)
 {
 	struct ibmc__shm_hdr *h = a->shm->hdr;
-	uint64_t w, f;
-	int64_t beat;
-	int s;
+	uint32_t done;
+	int s, rc;
 
 	if (a->leader) {
 		for (s = a->copied; s < a->nsteps; s++)
@@ -227,18 +226,8 @@ static int steps_done(struct ibmc__task *t, struct ag *a)
 				      (uint32_t)s, memory_order_release);
 		return s;
 	}
-	f = atomic_load_explicit(&h->failed, memory_order_acquire);
-	if ((uint32_t)(f >> 32) == a->call.stamp && (uint32_t)f)
-		return -(int)(uint32_t)f;
-	beat = atomic_load_explicit(&h->beat, memory_order_relaxed);
-	if (beat != a->beat) {
-		a->beat = beat;
-		ibmc__shm_moved(&a->call);
-	}
-	w = atomic_load_explicit(&h->steps, memory_order_acquire);
-	if ((uint32_t)(w >> 32) != a->call.stamp)
-		return 0;
-	return (int)(uint32_t)w;
+	rc = ibmc__shm_leader_word(&a->call, &a->beat, &done);
+	return rc > 0 ? (int)done : rc;
 }
 
 static int run_steps(struct ibmc__task *t, struct ag *a, int64_t now)

@@ -186,8 +186,8 @@ static int result(struct ibmc__task *t, struct ars *s)
 {
 	struct ibmc__shm_hdr *h = s->shm->hdr;
 	size_t len = t->args.len;
-	uint64_t w, f;
-	int64_t beat;
+	uint32_t word;
+	int rc;
 
 	if (!s->in_segment)
 		return 0;
@@ -198,16 +198,10 @@ static int result(struct ibmc__task *t, struct ars *s)
 				      1, memory_order_release);
 		return 0;
 	}
-	f = atomic_load_explicit(&h->failed, memory_order_acquire);
-	if ((uint32_t)(f >> 32) == s->call.stamp && (uint32_t)f)
-		return -(int)(uint32_t)f;
-	beat = atomic_load_explicit(&h->beat, memory_order_relaxed);
-	if (beat != s->beat) {
-		s->beat = beat;
-		ibmc__shm_moved(&s->call);
-	}
-	w = atomic_load_explicit(&h->steps, memory_order_acquire);
-	if (w != ((uint64_t)s->call.stamp << 32 | 1))
+	rc = ibmc__shm_leader_word(&s->call, &s->beat, &word);
+	if (rc < 0)
+		return rc;
+	if (!rc || word != 1)
 		return IBMC_INPROGRESS;
 	if (len)
 		memcpy(s->a->buf, s->shm->data, len);

@@ -234,21 +234,13 @@ static int follow(struct ibmc__bnode *n, struct ibmc__task *t)
 	struct ibmc__shm *s = n->call.shm;
 	struct ibmc__shm_hdr *h = s->hdr;
 	size_t len = t->args.len, avail;
-	uint64_t w, clock;
-	uint32_t algo;
-	int64_t beat;
+	uint64_t clock;
+	uint32_t algo, word;
+	int rc;
 
-	w = atomic_load_explicit(&h->failed, memory_order_acquire);
-	if ((uint32_t)(w >> 32) == n->call.stamp && (uint32_t)w)
-		return -(int)(uint32_t)w;
-	beat = atomic_load_explicit(&h->beat, memory_order_relaxed);
-	if (beat != n->beat) {
-		n->beat = beat;
-		ibmc__shm_moved(&n->call);
-	}
-	w = atomic_load_explicit(&h->steps, memory_order_acquire);
-	if ((uint32_t)(w >> 32) != n->call.stamp)
-		return IBMC_INPROGRESS;
+	rc = ibmc__shm_leader_word(&n->call, &n->beat, &word);
+	if (rc <= 0)
+		return rc ? rc : IBMC_INPROGRESS;
 	if (h->flag[0].len != len) {
 		ibmc_log(IBMC_LOG_ERROR,
 			 "libibmcast: rank %d: communicator %08x: broadcast #%u: this node's leader broadcasts %llu bytes, this rank %zu: the ranks' arguments disagree",
@@ -257,7 +249,7 @@ static int follow(struct ibmc__bnode *n, struct ibmc__task *t)
 		finish(n);	/* never hold the next call up */
 		return -EMSGSIZE;
 	}
-	avail = (uint32_t)w;
+	avail = word;
 	if (avail > n->moved) {
 		if (!mine(t))
 			memcpy((unsigned char *)t->args.buf + n->moved,
