@@ -7,10 +7,7 @@
  * node part of "shm_leader", no network), and then each node leader
  * multicasts its whole node's blocks once: L broadcasts instead of P, each
  * block crosses each link of the group's tree once, and every member
- * receives every block once per node. These broadcasts run in the
- * node-leader layout (coll/bcast_node.c): only leaders acknowledge, so
- * the acks on the links fall with the ranks per node too, and the node's
- * other ranks take each node's blocks from the segment.
+ * receives every block once per node.
  */
 #include "config.h"
 
@@ -110,9 +107,8 @@ static int per_node(struct ibmc_comm *c, const struct ibmc__topo *t,
 		buf = contiguous(t, n) || !bl ?
 		      recvbuf + (size_t)t->ranks[t->first[n]] * bl :
 		      stage + (size_t)t->first[n] * bl;
-		rc = ibmc__bcast_start_node(c, buf,
-					    (size_t)ibmc__topo_count(t, n) * bl,
-					    t->leaders[n], &req[n]);
+		rc = ibmc__bcast_start(c, buf, (size_t)ibmc__topo_count(t, n) *
+				       bl, t->leaders[n], &req[n]);
 		if (rc)
 			break;
 	}

@@ -400,12 +400,6 @@ int ibmc__bcast_start_error(struct ibmc_comm *c, void *buf, size_t len,
 	return start(c, buf, len, root, req, 0, error);
 }
 
-int ibmc__bcast_start_node(struct ibmc_comm *c, void *buf, size_t len,
-			   int root, struct ibmc_request *req)
-{
-	return start(c, buf, len, root, req, 1, 0);
-}
-
 /* The caller's broadcast: in the node-leader layout when asked for. */
 static int user_start(struct ibmc_comm *c, void *buf, size_t len, int root,
 		      struct ibmc_request *req)

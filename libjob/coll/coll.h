@@ -67,12 +67,6 @@ int ibmc__bcast_start(struct ibmc_comm *comm, void *buf, size_t len,
  * it, none with 0. Only the root's error counts. */
 int ibmc__bcast_start_error(struct ibmc_comm *comm, void *buf, size_t len,
 			    int root, int error, struct ibmc_request *req);
-/* The same in the node-leader layout ("shm_mcast": only node leaders on
- * the network, the node's other ranks served from its segment), for a
- * collective that no longer holds the node's segment and that every rank
- * of comm starts alike. */
-int ibmc__bcast_start_node(struct ibmc_comm *comm, void *buf, size_t len,
-			   int root, struct ibmc_request *req);
 
 /* A collective that runs others inside itself (the allgather's P
  * broadcasts, the barrier's measurement trials) takes a mark before and

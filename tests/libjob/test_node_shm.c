@@ -250,29 +250,25 @@ static int leader_of(const int *node, int r)
  * returns once every member holds its data, so all it sent is counted):
  * each node leader sends its whole node's blocks; every other rank sends
  * no block of its own, only what it repairs or retransmits for others
- * (the same count shows each rank's own block with one rank per node).
- * On one node nobody is on the network: its leader sends nothing. */
+ * (the same count shows each rank's own block with one rank per node). */
 static void mcast_senders(const struct plan *p, const int *node, int n)
 {
 	size_t bl = p->sizes[p->nsizes - 1];
 	int r, q, cnt, lead = 0, quiet = 0, nlead = 0;
 
-	for (r = 0; r < n; r++)
-		nlead += leader_of(node, r) == r;
 	for (r = 0; r < n; r++) {
 		if (leader_of(node, r) == r) {
 			for (q = cnt = 0; q < n; q++)
 				cnt += node[q] == node[r];
-			lead += nlead == 1 ? p->sent[r] == 0 :
-			        p->sent[r] >= (uint64_t)cnt * bl;
+			nlead++;
+			lead += p->sent[r] >= (uint64_t)cnt * bl;
 		} else {
 			quiet += p->sent[r] <= p->resent[r];
 		}
 	}
 	tap_ok(lead == nlead && quiet == n - nlead,
-	       "  ... %zu-byte blocks: %d of %d node leaders sent %s (rank 0: %llu bytes), %d of %d other ranks sent nothing but repairs",
-	       bl, lead, nlead, nlead == 1 ? "nothing (one node)" :
-	       "their node's blocks", (unsigned long long)p->sent[0], quiet,
+	       "  ... %zu-byte blocks: %d of %d node leaders sent their node's blocks (rank 0: %llu bytes), %d of %d other ranks sent nothing but repairs",
+	       bl, lead, nlead, (unsigned long long)p->sent[0], quiet,
 	       n - nlead);
 }
 
