@@ -23,7 +23,7 @@
 #include "tests/libjob/lbjob.h"
 #include "tests/tap.h"
 
-#define MAXR 16
+#define MAXR 64
 
 struct plan {
 	const char *algo;
@@ -80,14 +80,16 @@ static int ag(ibmc_context_t *ctx, int rank, void *arg)
 	return ibmc_comm_free(c);
 }
 
-static void ag_case(int n, const char *algo, uint32_t loss, int in_place)
+/* n ranks (on the nodes lbjob_nodes set, else one each) allgather blocks
+ * of sizes[0..nsizes) with algo; what: the sizes, for the report. */
+static void ag_sizes(int n, const char *algo, uint32_t loss, int in_place,
+		     const size_t *sizes, int nsizes, const char *what)
 {
-	static const size_t sizes[] = { 0, 1, 100, 3000, 70000, 200000 };
 	struct ibmc_loopback_faults f = {
 		.loss_ppm = loss, .dup_ppm = loss ? 20000 : 0,
 		.reorder_ppm = loss ? 50000 : 0, .seed = 99 + loss + (uint64_t)n,
 	};
-	struct plan p = { .algo = algo, .sizes = sizes, .nsizes = 6,
+	struct plan p = { .algo = algo, .sizes = sizes, .nsizes = nsizes,
 			  .in_place = in_place };
 	double t0 = lbjob_now();
 	int fails;
@@ -95,14 +97,23 @@ static void ag_case(int n, const char *algo, uint32_t loss, int in_place)
 	lbjob_env(2, 2048);
 	ibmc__loopback_set_faults(lbjob_hub(), &f);
 	fails = lbjob_run(n, ag, &p);
-	tap_ok(!fails && !p.bad && p.ok == n * 6,
-	       "allgather %d ranks, %s (used %s)%s, %.0f%% loss: %d/%d ok, 0 B..200 kB, %.2fs",
+	tap_ok(!fails && !p.bad && p.ok == n * nsizes,
+	       "allgather %d ranks, %s (used %s)%s, %.0f%% loss: %d/%d ok, %s, %.2fs",
 	       n, algo, p.used[0], in_place ? ", in place" : "", loss / 1e4,
-	       (int)p.ok, n * 6, lbjob_now() - t0);
+	       (int)p.ok, n * nsizes, what, lbjob_now() - t0);
+}
+
+static void ag_case(int n, const char *algo, uint32_t loss, int in_place)
+{
+	static const size_t sizes[] = { 0, 1, 100, 3000, 70000, 200000 };
+
+	ag_sizes(n, algo, loss, in_place, sizes, 6, "0 B..200 kB");
 }
 
 struct red {
 	const char *algo;
+	const size_t *counts;	/* NULL: 0, 1, 7, 1000 and 50000 */
+	int ncounts;
 	atomic_int ok, bad;
 	/* Each rank's last floating-point results (double SUM, float PROD,
 	 * long double SUM), one after the other. */
@@ -157,8 +168,10 @@ static int fp_ops(ibmc_comm_t *c, int rank, size_t n, unsigned char **res,
 
 static int ar(ibmc_context_t *ctx, int rank, void *arg)
 {
-	static const size_t counts[] = { 0, 1, 7, 1000, 50000 };
+	static const size_t dflt[] = { 0, 1, 7, 1000, 50000 };
 	struct red *p = arg;
+	const size_t *counts = p->counts ? p->counts : dflt;
+	int ncounts = p->counts ? p->ncounts : 5;
 	ibmc_comm_t *c;
 	int n = ibmc_context_size(ctx), i, rc, bad;
 	size_t k, cnt;
@@ -167,7 +180,7 @@ static int ar(ibmc_context_t *ctx, int rank, void *arg)
 		return 1;
 	if (ibmc_comm_set_algo(c, "allreduce", p->algo))
 		return 1;
-	for (i = 0; i < 5; i++) {
+	for (i = 0; i < ncounts; i++) {
 		int32_t *iv, *io;
 		double *dv;
 		struct { int v, i; } *lv;
@@ -242,7 +255,7 @@ static int ar(ibmc_context_t *ctx, int rank, void *arg)
 		if (!rc)
 			rc = ibmc_allreduce(c, IBMC_IN_PLACE, dv, cnt,
 					    IBMC_DOUBLE, IBMC_SUM);
-		if (!rc && i == 4) {
+		if (!rc && i == ncounts - 1) {
 			size_t len = cnt * 8;
 
 			p->res[rank] = malloc(cnt * 8 + 8);
@@ -274,15 +287,18 @@ static int ar(ibmc_context_t *ctx, int rank, void *arg)
 	return ibmc_comm_free(c);
 }
 
-static void ar_case(int n, const char *algo, uint32_t loss)
+/* n ranks allreduce vectors of counts[0..ncounts) elements (NULL: the
+ * default five) with algo; what: the counts, for the report. */
+static void ar_counts(int n, const char *algo, uint32_t loss,
+		      const size_t *counts, int ncounts, const char *what)
 {
 	struct ibmc_loopback_faults f = {
 		.loss_ppm = loss, .dup_ppm = loss ? 20000 : 0,
 		.reorder_ppm = loss ? 50000 : 0, .seed = 7 + loss + (uint64_t)n,
 	};
-	struct red p = { .algo = algo };
+	struct red p = { .algo = algo, .counts = counts, .ncounts = ncounts };
 	double t0 = lbjob_now();
-	int fails, r, same = 1, ran = 1;
+	int fails, r, same = 1, ran = 1, calls = counts ? ncounts : 5;
 
 	lbjob_env(2, 2048);
 	ibmc__loopback_set_faults(lbjob_hub(), &f);
@@ -294,12 +310,17 @@ static void ar_case(int n, const char *algo, uint32_t loss)
 	for (r = 0; r < n; r++)
 		ran &= n == 1 || !strcmp(algo, "auto") ||
 		       !strcmp(p.used[r], algo);
-	tap_ok(!fails && !p.bad && p.ok == n * 5 && same && ran,
-	       "allreduce %d ranks, %s (used %s), %.0f%% loss: %d/%d ok (SUM, MAX in place, MAXLOC, BXOR exact; double SUM, float PROD, long double SUM bit-identical on all ranks: %s), %.2fs",
-	       n, algo, p.used[0], loss / 1e4, (int)p.ok, n * 5,
+	tap_ok(!fails && !p.bad && p.ok == n * calls && same && ran,
+	       "allreduce %d ranks, %s (used %s), %.0f%% loss: %d/%d ok, %s (SUM, MAX in place, MAXLOC, BXOR exact; double SUM, float PROD, long double SUM bit-identical on all ranks: %s), %.2fs",
+	       n, algo, p.used[0], loss / 1e4, (int)p.ok, n * calls, what,
 	       same ? "yes" : "NO", lbjob_now() - t0);
 	for (r = 0; r < n; r++)
 		free(p.res[r]);
+}
+
+static void ar_case(int n, const char *algo, uint32_t loss)
+{
+	ar_counts(n, algo, loss, NULL, 5, "0..50000 elements");
 }
 
 /* Non-blocking ones in flight together, completed in reverse order. */
@@ -412,6 +433,9 @@ int main(void)
 		  "another block length" },
 		{ "allgather", "mcast", 0, -EMSGSIZE, "another block length" },
 	};
+	static const size_t big[] = { 16u << 20 }, big_count[] = { 2u << 20 },
+			    small[] = { 0, 1, 3000 };
+	int nodes64[64];
 	unsigned i, j;
 	int fails;
 
@@ -430,6 +454,23 @@ int main(void)
 	ar_case(9, "mcast", 50000);
 	ar_case(11, "rabenseifner", 50000);
 	ar_case(6, "rabenseifner", 200000);
+
+	/* The largest: 16 MiB a rank (allgather blocks; allreduce vectors
+	 * of 2 Mi doubles, 8 MiB of int32). */
+	for (j = 0; j < 3; j++)
+		ag_sizes(3, ag_algos[j], 0, 0, big, 1, "16 MiB blocks");
+	for (j = 0; j < 3; j++)
+		ar_counts(3, ar_algos[j], 0, big_count, 1, "2 Mi elements");
+	/* The most ranks: 64, 8 on each of 8 nodes. */
+	for (i = 0; i < 64; i++)
+		nodes64[i] = (int)i / 8;
+	lbjob_nodes(nodes64, 64);
+	ag_sizes(64, "shm_leader", 0, 0, small, 3, "0 B..3000 B");
+	ag_sizes(64, "mcast", 0, 1, small, 3, "0 B..3000 B");
+	ag_sizes(64, "auto", 0, 0, small, 3, "0 B..3000 B");
+	ar_counts(64, "shm_mcast", 0, NULL, 5, "0..50000 elements");
+	ar_counts(64, "auto", 0, NULL, 5, "0..50000 elements");
+	unsetenv("IBMCAST_LOOPBACK_NODES");
 
 	lbjob_env(2, 2048);
 	fails = lbjob_run(6, nb, NULL);
