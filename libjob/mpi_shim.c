@@ -826,6 +826,27 @@ static int mismatch(MPI_Comm comm, const char *what)
 	return MPI_ERR_TRUNCATE;
 }
 
+/*
+ * An allreduce or allgather that failed because its members disagree
+ * (lengths: -EMSGSIZE; operation or datatype: -EINVAL; the shim checked
+ * this rank's own arguments before): every member fails alike
+ * (ibmc_allreduce(3)), so the error goes to the error handler as MPI's
+ * own collective would report an argument error, MPI_ERR_TRUNCATE or
+ * MPI_ERR_ARG. 0 for any other failure.
+ */
+static int disagreement(MPI_Comm comm, const char *what, int rc)
+{
+	if (rc == -EMSGSIZE)
+		return mismatch(comm, what);
+	if (rc != -EINVAL)
+		return 0;
+	if (S.verbose >= 2)
+		say0("%s: the members' operations or datatypes disagree: MPI_ERR_ARG",
+		     what);
+	PMPI_Comm_call_errhandler(comm, MPI_ERR_ARG);
+	return MPI_ERR_ARG;
+}
+
 static void bcast_failed(MPI_Comm comm, int rank, int root, size_t len,
 			 int rc)
 {
@@ -1041,7 +1062,7 @@ static int shim_Allgather(const void *sendbuf, int sendcount,
 			  MPI_Datatype recvtype, MPI_Comm comm)
 {
 	ibmc_comm_t *ic = comm_of(comm);
-	int inplace = sendbuf == MPI_IN_PLACE, n, me, ssize, rsize, rc;
+	int inplace = sendbuf == MPI_IN_PLACE, n, me, ssize, rsize, rc, dis;
 	int packed = 0;
 	MPI_Aint lb, slb, xlb, extent;
 	size_t blocklen = 0, total;
@@ -1127,8 +1148,8 @@ static int shim_Allgather(const void *sendbuf, int sendcount,
 	return MPI_SUCCESS;
 fail:
 	free(tmp);
-	if (rc == -EMSGSIZE)
-		return mismatch(comm, "MPI_Allgather");
+	if ((dis = disagreement(comm, "MPI_Allgather", rc)))
+		return dis;
 	coll_failed("MPI_Allgather", comm, blocklen, rc);
 	return MPI_ERR_OTHER;
 pass:
@@ -1193,7 +1214,7 @@ static int shim_Allreduce(const void *sendbuf, void *recvbuf, int count,
 			  MPI_Datatype type, MPI_Op op, MPI_Comm comm)
 {
 	ibmc_comm_t *ic = comm_of(comm);
-	int iop, dt, bitwise_only = 0, rc, n;
+	int iop, dt, bitwise_only = 0, rc, n, dis;
 	size_t esize = 0;
 	enum pass why;
 
@@ -1225,8 +1246,8 @@ static int shim_Allreduce(const void *sendbuf, void *recvbuf, int count,
 	rc = ibmc_allreduce(ic, sendbuf == MPI_IN_PLACE ? IBMC_IN_PLACE :
 							  sendbuf,
 			    recvbuf, (size_t)count, dt, iop);
-	if (rc == -EMSGSIZE)
-		return mismatch(comm, "MPI_Allreduce");
+	if ((dis = disagreement(comm, "MPI_Allreduce", rc)))
+		return dis;
 	if (rc) {
 		coll_failed("MPI_Allreduce", comm, (size_t)count * esize, rc);
 		return MPI_ERR_OTHER;

@@ -59,16 +59,20 @@ static int convert(int pack, void *buf, int count,
 /*
  * A failed ibmc collective may have completed on other members, so the
  * previous module cannot redo it: report it through the communicator's
- * error handler (MPI_ERRORS_ARE_FATAL by default), saying why. Lengths
- * that disagree between members (an erroneous program) are
- * MPI_ERR_TRUNCATE, as MPI reports them, without a line of ours: a
- * program with MPI_ERRORS_RETURN goes on.
+ * error handler (MPI_ERRORS_ARE_FATAL by default), saying why. Members
+ * that disagree (an erroneous program; every member fails alike) are
+ * reported as MPI reports argument errors, without a line of ours, and a
+ * program with MPI_ERRORS_RETURN goes on: lengths as MPI_ERR_TRUNCATE,
+ * operations or datatypes (-EINVAL: this rank's own arguments were
+ * checked before) as MPI_ERR_ARG.
  */
 static int failed(const char *what, struct ompi_communicator_t *comm,
 		  int rc)
 {
 	if (rc == -EMSGSIZE)
 		return MPI_ERR_TRUNCATE;
+	if (rc == -EINVAL)
+		return MPI_ERR_ARG;
 	mca_coll_ibmcast_say("%s on communicator %s (cid %d, %d ranks) over ibmcast failed: %s; it cannot be redone by the previous module (--mca coll_ibmcast_enable 0 runs without ibmcast)",
 		what, comm->c_name, (int)comm->c_contextid,
 		ompi_comm_size(comm), ibmc_strerror(rc));

@@ -275,8 +275,9 @@ static void mismatched(MPI_Comm comm, const char *cname, int *seq)
  * get MPI_ERR_TRUNCATE and the start of the data, every other rank
  * MPI_SUCCESS and all of it (none may wait for a timeout or abort); then a
  * valid broadcast succeeds everywhere. Then an allreduce and an
- * allgather where that rank passes half the count: every rank must get an
- * error, and the communicator still works. MPI's own collectives need not
+ * allgather where that rank passes half the count, and an allreduce where
+ * it passes another operation: every rank must get an error, and the
+ * communicator still works. MPI's own collectives need not
  * pass this (a short inner rank of their trees may forward only what it
  * received), so the IBMCAST_MPI=0 runs leave it out.
  */
@@ -320,6 +321,11 @@ static void truncated(MPI_Comm comm, const char *cname, int *seq)
 	errs += rc == MPI_SUCCESS;
 	rc = MPI_Allgather(buf, me == cut ? 5 : 10, MPI_INT, buf + 1000,
 			   me == cut ? 5 : 10, MPI_INT, comm);
+	errs += rc == MPI_SUCCESS;
+	/* And where that rank passes another operation: every rank gets an
+	 * error too. */
+	rc = MPI_Allreduce(buf, buf + 1000, 20, MPI_INT,
+			   me == cut ? MPI_MAX : MPI_SUM, comm);
 	errs += rc == MPI_SUCCESS;
 	/* The communicator still works, on every rank. */
 	(*seq)++;
