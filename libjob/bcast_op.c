@@ -953,7 +953,15 @@ static int64_t child_deadline(const struct ibmc__op *op,
 		if (ahead && r->srtt + 2 * r->rttvar + IBMC__RTO_GRAIN_US < rto)
 			rto = r->srtt + 2 * r->rttvar + IBMC__RTO_GRAIN_US;
 	}
-	return ref + (rto << c->backoff);
+	/* The doubled timer is clamped too, as TCP bounds its backed-off
+	 * RTO. rto alone may already be IBMC__RTO_MAX_US (a loaded host's
+	 * measured delay times ack_backoff), and the give-up time
+	 * (IBMCAST_BCAST_TIMEOUT_MS) counts from the last progress: once a
+	 * child's answers moved nothing for four rounds (lost probes or
+	 * acks, its own subtree still lagging) the next round came 16 s
+	 * later, 31 s after the first, when everyone had given up; a window
+	 * waiting for that child's ack stalled the whole broadcast. */
+	return ref + ibmc__rto_clamp(rto << c->backoff);
 }
 
 static uint32_t op_limit(const struct ibmc__op *op)
