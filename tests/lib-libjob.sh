@@ -5,6 +5,7 @@
 #
 # Needs:    libjob_need                     (skips or bails out as lib.sh does)
 # Jobs:     libjob_reserve JOB HOSTLIST GROUPS   (reserve + wait until ready)
+#           libjob_warm_groups NRANKS HOSTLIST JOB (a multicast on each group)
 #           ibmcast_env_from_wait JOB       (export IBMCAST_JOB/STATE/GROUPS/
 #                                            NGROUPS/REASON as spank would)
 # Ranks:    bcast_run MSG NRANKS HOSTLIST [ibmcast-run options] -- [bcast_check
@@ -53,6 +54,17 @@ libjob_reserve() {
 	state=$("$IBMCASTCTL" --json wait "$job" --timeout-ms 30000 |
 		jq -r .job.state)
 	[ "$state" = ready ] || { diag "job $job is $state"; return 1; }
+}
+
+# libjob_warm_groups NRANKS HOSTLIST JOB: multicast once on each of the
+# job's groups (4 communicators and their halves). The data plane reads a
+# new group's MFTs within its refresh bound, and a multicast sent before
+# that reaches nobody (then repaired by unicast): checks of replication
+# want the steady state.
+libjob_warm_groups() {
+	"$IBMCAST_RUN" -n "$1" --nodes "$2" --job "$3" --timeout 60 -- \
+		"$BCAST_CHECK" --quiet --comms 4 --halves --algo mcast \
+		--sizes 8 --reps 1 > /dev/null 2>&1 || diag "warm-up failed"
 }
 
 # ibmcast_env_from_wait JOB: what the SPANK plugin exports, from the

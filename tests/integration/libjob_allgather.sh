@@ -96,13 +96,7 @@ sim_up --hosts 16 --radix 8 || bail_out "fabric did not come up"
 . "$SIM_DIR/env"
 libjob_reserve 331 'node[1-16]' 8 || bail_out "job 331 not ready"
 J=(--job 331)
-# One multicast per group first: the data plane reads a new group's MFTs
-# within its refresh bound, and a multicast sent before that reaches nobody
-# (then repaired by unicast); the replication checks below want steady
-# state.
-"$IBMCAST_RUN" -n 16 --nodes 'node[1-16]' "${J[@]}" --timeout 60 -- \
-	"$COLL_CHECK" --quiet --comms 4 --halves --algo mcast --sizes 8 \
-	--reps 1 > /dev/null 2>&1 || diag "warm-up failed"
+libjob_warm_groups 16 'node[1-16]' 331
 
 # --- every algorithm on every placement, loss-free --------------------------
 # NRANKS PER_NODE HOSTLIST [more ibmcast-run options] | allgather sizes

@@ -23,11 +23,7 @@ sim_up --hosts 8 --radix 8 || bail_out "fabric did not come up"
 . "$SIM_DIR/env"
 libjob_reserve 341 'node[1-8]' 8 || bail_out "job 341 not ready"
 J=(--job 341)
-# One multicast per group first: the data plane reads a new group's MFTs
-# within its refresh bound (see libjob_allgather.sh).
-"$IBMCAST_RUN" -n 8 --nodes 'node[1-8]' "${J[@]}" --timeout 60 -- \
-	"$BCAST_CHECK" --quiet --comms 4 --halves --algo mcast --sizes 8 \
-	--reps 1 > /dev/null 2>&1 || diag "warm-up failed"
+libjob_warm_groups 8 'node[1-8]' 341
 
 SIZES=0,1,1000,10000,1M
 SMALL=0,1,1000,10000
