@@ -121,6 +121,15 @@ static int64_t fin_rto(const struct ibmc__op *op)
 	return ibmc__rtt_rto(&op->comm->fin_rtt, base * (lg + 1));
 }
 
+/* us: how long a member hears nothing from its parent before it takes the
+ * parent for gone: a complete subtree stops waiting for the FIN (linger),
+ * a member lacking data that heard nothing new from anyone either asks
+ * the root (ask_root). */
+static int64_t silence_us(const struct ibmc__op *op)
+{
+	return 8 * fin_rto(op) + 20000;
+}
+
 /* How long a NACK waits for its repair before it is sent again: measured
  * from first NACKs to their repairs, else a unicast round trip, about what
  * a leaf's ack takes. */
@@ -878,7 +887,7 @@ void ibmc__op_input(struct ibmc__op *op, const struct ibmc__hdr *h,
 	if ((int)h->src == op->tree.parent && !is_mcast)
 		op->parent_heard = ibmc__op_now();
 	if ((int)h->src == op->tree.parent && op->linger_until)
-		op->linger_until = ibmc__op_now() + 8 * fin_rto(op) + 20000;
+		op->linger_until = ibmc__op_now() + silence_us(op);
 	switch (h->kind) {
 	case IBMC__K_DATA:
 		on_data(op, h, payload, plen, is_mcast);
@@ -1154,14 +1163,6 @@ static void root_fin(struct ibmc__op *op)
 		op->kids[i].fin_sent = 1;
 }
 
-/* us: how long a member lacking data hears nothing, from its parent and
- * nothing new from anyone, before it takes its parent for gone (as the
- * final ack's linger does). */
-static int64_t silence_us(const struct ibmc__op *op)
-{
-	return 8 * fin_rto(op) + 20000;
-}
-
 /* us: when ask_root() may ask next, for a member lacking data whose
  * parent is not the root; INT64_MAX else. */
 static int64_t ask_root_at(const struct ibmc__op *op)
@@ -1245,8 +1246,7 @@ void ibmc__op_progress(struct ibmc__op *op, int64_t now)
 			 * re-sending the final ack; a parent silent for long
 			 * has left: go anyway. */
 			if (!op->linger_until)
-				op->linger_until = now + 8 * fin_rto(op) +
-						   20000;
+				op->linger_until = now + silence_us(op);
 			if (now >= op->linger_until) {
 				send_fins(op);
 				finish(op, 0);
