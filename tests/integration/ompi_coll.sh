@@ -302,7 +302,8 @@ ok "$(for c in MPI_Bcast MPI_Barrier MPI_Allreduce MPI_Allgather; do
 # at once: those that hold each other's groups on different members agree
 # again, up to 10 rounds; how many end with a group depends on the
 # threads' timing, 0 to 2 seen, so only world's is required, and every
-# group taken must be the same on all members)
+# group taken must be the same on all members; world's broadcast at the
+# end is the multicast replicated whatever the duplicates got)
 ok "$([ "${cshared:-0}" -ge 1 ] && [ "$csplit" = 0 ] &&
       [ "$(rx_minus_tx)" -gt 0 ]; echo $?)" \
 	"  world and ${cshared:+$((cshared - 1))} of the duplicates took a pool group, the same on all members (${csplit:-?} split); the data plane replicated multicast"
