@@ -222,4 +222,24 @@ static inline void ibmc__mpi_back_off(unsigned int *seed, int round)
 	nanosleep(&ts, NULL);
 }
 
+/* Adds a freed communicator's counters into the totals the integration
+ * reports at finalize. */
+static inline void ibmc__mpi_stats_add(ibmc_comm_stats_t *to,
+				       const ibmc_comm_stats_t *s)
+{
+	to->bcasts += s->bcasts;
+	to->mcast_bcasts += s->mcast_bcasts;
+	to->barriers += s->barriers;
+	to->allgathers += s->allgathers;
+	to->allreduces += s->allreduces;
+	to->packets_sent += s->packets_sent;
+	to->bytes_sent += s->bytes_sent;
+	to->retransmits += s->retransmits;
+	to->repairs += s->repairs;
+	to->timeouts += s->timeouts;
+	to->duplicates += s->duplicates;
+	to->stale_dropped += s->stale_dropped;
+	to->pulls += s->pulls;
+}
+
 #endif

@@ -121,23 +121,6 @@ static int env_int(const char *name, int dflt)
 	return *end ? dflt : (int)l;
 }
 
-static void stats_add(ibmc_comm_stats_t *to, const ibmc_comm_stats_t *s)
-{
-	to->bcasts += s->bcasts;
-	to->mcast_bcasts += s->mcast_bcasts;
-	to->barriers += s->barriers;
-	to->allgathers += s->allgathers;
-	to->allreduces += s->allreduces;
-	to->packets_sent += s->packets_sent;
-	to->bytes_sent += s->bytes_sent;
-	to->retransmits += s->retransmits;
-	to->repairs += s->repairs;
-	to->timeouts += s->timeouts;
-	to->duplicates += s->duplicates;
-	to->stale_dropped += s->stale_dropped;
-	to->pulls += s->pulls;
-}
-
 /* Guards S.live and the freed communicators' counters: under
  * MPI_THREAD_MULTIPLE threads create and free communicators at once. */
 static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -177,7 +160,7 @@ static void comm_release(ibmc_comm_t *ic)
 			break;
 		}
 	if (!ibmc_comm_get_stats(ic, &st))
-		stats_add(&S.t.freed, &st);
+		ibmc__mpi_stats_add(&S.t.freed, &st);
 	pthread_mutex_unlock(&live_lock);
 	ibmc_comm_free(ic);
 }

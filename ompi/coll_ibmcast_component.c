@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "ompi/coll_ibmcast.h"
+#include "libjob/mpi_map.h"
 #include "ompi/constants.h"
 #include "opal/mca/base/mca_base_var.h"
 
@@ -117,23 +118,6 @@ static int ibmcast_init_query(bool progress_threads, bool mpi_threads)
 	return OMPI_SUCCESS;
 }
 
-static void stats_add(ibmc_comm_stats_t *to, const ibmc_comm_stats_t *s)
-{
-	to->bcasts += s->bcasts;
-	to->mcast_bcasts += s->mcast_bcasts;
-	to->barriers += s->barriers;
-	to->allgathers += s->allgathers;
-	to->allreduces += s->allreduces;
-	to->packets_sent += s->packets_sent;
-	to->bytes_sent += s->bytes_sent;
-	to->retransmits += s->retransmits;
-	to->repairs += s->repairs;
-	to->timeouts += s->timeouts;
-	to->duplicates += s->duplicates;
-	to->stale_dropped += s->stale_dropped;
-	to->pulls += s->pulls;
-}
-
 void mca_coll_ibmcast_release(struct ibmcast_module *m)
 {
 	struct ibmcast_component *c = &mca_coll_ibmcast_component;
@@ -147,7 +131,7 @@ void mca_coll_ibmcast_release(struct ibmcast_module *m)
 	ic = m->ic;
 	m->ic = NULL;
 	if (!ibmc_comm_get_stats(ic, &st))
-		stats_add(&c->freed, &st);
+		ibmc__mpi_stats_add(&c->freed, &st);
 	if (m->prev)
 		m->prev->next = m->next;
 	else
