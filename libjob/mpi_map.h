@@ -154,14 +154,16 @@ static inline int ibmc__mpi_op_fits(ibmc_op_t op, ibmc_dtype_t dt,
  * A new communicator's agreement among its members, one allreduce of
  * IBMC__AGREE_LEN uint64_t by bitwise AND (the MPI integrations' own, on
  * the new communicator): [0] all ones when every member can map it, [1]
- * the pool groups free on every member, [2] the id its rank 0 drew (its
- * MPI_COMM_WORLD rank and how many it drew before, so no two
- * communicators of the job draw alike; the others give all ones). With
- * the group and the id agreed, members that saw other communicators come
- * and go (a split that left some of them out) take the same pool group,
- * and creation order no longer names the communicator.
+ * the pool groups every member offers (free, and held for no other
+ * communicator, see ibmc__mpi_agree_offer), [2] the id its rank 0 drew
+ * (its MPI_COMM_WORLD rank and how many it drew before, so no two
+ * communicators of the job draw alike; the others give all ones), [3] the
+ * pool groups free on every member, held or not. With the group and the
+ * id agreed, members that saw other communicators come and go (a split
+ * that left some of them out) take the same pool group, and creation
+ * order no longer names the communicator.
  */
-#define IBMC__AGREE_LEN 3
+#define IBMC__AGREE_LEN 4
 
 static inline void ibmc__mpi_agree_mine(ibmc_context_t *ctx, int ok,
 					int comm_rank, int world_rank,
@@ -177,6 +179,7 @@ static inline void ibmc__mpi_agree_mine(ibmc_context_t *ctx, int ok,
 		(uint64_t)(uint32_t)world_rank << 32 |
 			__atomic_add_fetch(drawn, 1, __ATOMIC_RELAXED) :
 		~UINT64_C(0);
+	v[3] = mask;
 }
 
 /* The attributes every member creates the communicator with; 0 when some
@@ -196,19 +199,76 @@ static inline int ibmc__mpi_agree_attr(const uint64_t *v, int multicast,
 /*
  * Under MPI_THREAD_MULTIPLE communicators of the same members may be
  * agreed on at once, each holding on some member a pool group another
- * needs, so that they agree on none. When a round agreed on no group, the
- * members ask each other (one more allreduce) whether any member had
- * groups held by another thread; if so, all release what they offered,
- * wait apart and try again, at most IBMC__AGREE_ROUNDS rounds. Every
+ * needs, so that they agree on none. When a round agreed on no group
+ * while some are free on every member, the members ask each other (one
+ * more allreduce) whether any was contended (ibmc__mpi_agree_offer); if
+ * so, all release what they offered, wait apart and try again, offering
+ * one preferred group each, at most IBMC__AGREE_ROUNDS rounds. Every
  * decision rests on allreduced values, alike on every member.
  */
 #define IBMC__AGREE_ROUNDS 10
 
-/* 1 when the round that gave all (with ok) may be tried again. */
+/*
+ * From the second round on a communicator offers one pool group only: the
+ * one that the id agreed in the round before points to among the groups
+ * that round found free on every member (prev: its agreed values).
+ * Communicators that contend then spread over the free groups instead of
+ * each holding every one on some member, and a new id each round moves
+ * two that pointed to the same group apart. Round 0: every group (all
+ * ones); none free anywhere: none.
+ */
+static inline uint64_t ibmc__mpi_agree_prefer(const uint64_t *prev,
+					      int round)
+{
+	uint64_t free_all;
+	uint32_t id, k;
+
+	if (round == 0)
+		return ~UINT64_C(0);
+	free_all = prev[3];
+	if (!free_all)
+		return 0;
+	id = ibmc__fnv1a32(IBMC__FNV32_INIT, &prev[2], sizeof(prev[2]));
+	k = id % (uint32_t)__builtin_popcountll(free_all);
+	while (k--)
+		free_all &= free_all - 1;	/* drop the lowest group */
+	return free_all & -free_all;
+}
+
+/*
+ * This rank's values for one round of the agreement (the caller holds the
+ * lock that guards held): ibmc__mpi_agree_mine, with the groups offered
+ * narrowed to those no other thread's communicator holds and, from round
+ * 1, to the preferred one (prev: the values agreed in the round before,
+ * unused in round 0); what is offered is added to held. Returns 1 when
+ * this rank is contended, so another round may succeed: a group it would
+ * offer is held by another thread, or its preferred group is gone while
+ * others are free.
+ */
+static inline int ibmc__mpi_agree_offer(ibmc_context_t *ctx, int ok,
+					int comm_rank, int world_rank,
+					uint32_t *drawn, const uint64_t *prev,
+					int round, uint64_t *held, uint64_t *v)
+{
+	uint64_t want = ibmc__mpi_agree_prefer(prev, round), avail;
+	int contended;
+
+	ibmc__mpi_agree_mine(ctx, ok, comm_rank, world_rank, drawn, v);
+	avail = v[1] & ~*held;
+	contended = (v[1] & *held & want) != 0 ||
+		    (round > 0 && !(avail & want) && avail);
+	v[1] = avail & want;
+	*held |= v[1];
+	return contended;
+}
+
+/* 1 when the round that gave all (with ok) may be tried again: no group
+ * agreed while some are free on every member. */
 static inline int ibmc__mpi_agree_may_retry(int ok, const uint64_t *all,
 					    int threads, int round)
 {
-	return ok && !all[1] && threads && round + 1 < IBMC__AGREE_ROUNDS;
+	return ok && !all[1] && all[3] && threads &&
+	       round + 1 < IBMC__AGREE_ROUNDS;
 }
 
 /* Waits a random time below 100 us << round, so that communicators that

@@ -233,10 +233,9 @@ static int agree(MPI_Comm comm, int mine, ibmc_comm_attr_t *attr,
 		 * thread held stays held until its communicator has
 		 * taken it) */
 		pthread_mutex_lock(&held_lock);
-		ibmc__mpi_agree_mine(S.ctx, mine, me, S.rank, &S.drawn, v);
-		contended = (v[1] & held) != 0;
-		v[1] &= ~held;
-		held |= v[1];
+		contended = ibmc__mpi_agree_offer(S.ctx, mine, me, S.rank,
+						  &S.drawn, all, round, &held,
+						  v);
 		*offered = v[1];
 		pthread_mutex_unlock(&held_lock);
 		if (PMPI_Allreduce(v, all, IBMC__AGREE_LEN, MPI_UINT64_T,

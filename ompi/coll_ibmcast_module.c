@@ -139,11 +139,10 @@ static int agree(ibmcast_module_t *m, struct ompi_communicator_t *comm,
 		 * thread's communicator was offered stays held until that
 		 * one has it) */
 		pthread_mutex_lock(&c->lock);
-		ibmc__mpi_agree_mine(c->ctx, mine, ompi_comm_rank(comm),
-				     c->world_rank, &c->drawn, v);
-		contended = (v[1] & c->held) != 0;
-		v[1] &= ~c->held;
-		c->held |= v[1];
+		contended = ibmc__mpi_agree_offer(c->ctx, mine,
+						  ompi_comm_rank(comm),
+						  c->world_rank, &c->drawn,
+						  all, round, &c->held, v);
 		*offered = v[1];
 		pthread_mutex_unlock(&c->lock);
 		if (m->prev_allreduce(v, all, IBMC__AGREE_LEN, MPI_UINT64_T,

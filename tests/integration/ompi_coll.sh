@@ -300,13 +300,14 @@ ok "$(for c in MPI_Bcast MPI_Barrier MPI_Allreduce MPI_Allgather; do
 	diag "$(grep '^coll_ibmcast: rank 0' "$tmp/threads_coll.out")"
 # (the duplicates are mapped at their first collective, by the 4 threads
 # at once: those that hold each other's groups on different members agree
-# again, up to 10 rounds; how many end with a group depends on the
-# threads' timing, 0 to 2 seen, so only world's is required, and every
-# group taken must be the same on all members; world's broadcast at the
-# end is the multicast replicated whatever the duplicates got)
-ok "$([ "${cshared:-0}" -ge 1 ] && [ "$csplit" = 0 ] &&
+# again, each offering one group of those free on every member, up to 10
+# rounds. The job's 4 groups all end up taken: world's and 3 of the 4
+# duplicates'. Before the rounds offered one group each, a thread offered
+# every free group, the first on each rank held them all, and 0 to 2
+# duplicates got one. Every group taken is the same on all members.)
+ok "$([ "${cshared:-0}" = 4 ] && [ "$csplit" = 0 ] &&
       [ "$(rx_minus_tx)" -gt 0 ]; echo $?)" \
-	"  world and ${cshared:+$((cshared - 1))} of the duplicates took a pool group, the same on all members (${csplit:-?} split); the data plane replicated multicast"
+	"  world and ${cshared:+$((cshared - 1))} of the duplicates took a pool group (all 4 of the job's), the same on all members (${csplit:-?} split); the data plane replicated multicast"
 
 # --- MPI_Barrier -------------------------------------------------------------
 dp_ctl reset > /dev/null
