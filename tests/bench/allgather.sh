@@ -53,6 +53,8 @@ QUICK=0
 REPS=5
 OPT_NODES= OPT_PERNODE= OPT_SIZES=
 OUT=./bench-$COLL
+# shellcheck source=tests/bench/options.sh
+. "$(dirname "${BASH_SOURCE[0]}")/options.sh"
 while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) QUICK=1 ;;
@@ -60,12 +62,7 @@ while [ $# -gt 0 ]; do
 	--nodes) OPT_NODES=${2:?--nodes needs a list}; shift ;;
 	--per-node) OPT_PERNODE=${2:?--per-node needs a list}; shift ;;
 	--sizes) OPT_SIZES=${2:?--sizes needs a list}; shift ;;
-	--out) OUT=${2:?--out needs a directory}; shift ;;
-	--builddir) export IBMCAST_BUILDDIR=${2:?--builddir needs a directory}
-		shift ;;
-	--keep) export IBMCAST_KEEP_TMP=1 ;;
-	-h|--help) usage; exit 0 ;;
-	*) usage >&2; exit 64 ;;
+	*) bench_option "$@"; shift "$BENCH_SHIFT"; continue ;;
 	esac
 	shift
 done

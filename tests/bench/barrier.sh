@@ -41,18 +41,15 @@ ITERS=300
 REPS=5
 MPI_ITERS=40
 OUT=./bench-barrier
+# shellcheck source=tests/bench/options.sh
+. "$(dirname "${BASH_SOURCE[0]}")/options.sh"
 while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) ITERS=60; REPS=3; MPI_ITERS=10 ;;
 	--iters) ITERS=${2:?--iters needs a number}; shift ;;
 	--reps) REPS=${2:?--reps needs a number}; shift ;;
 	--mpi-iters) MPI_ITERS=${2:?--mpi-iters needs a number}; shift ;;
-	--out) OUT=${2:?--out needs a directory}; shift ;;
-	--builddir) export IBMCAST_BUILDDIR=${2:?--builddir needs a directory}
-		shift ;;
-	--keep) export IBMCAST_KEEP_TMP=1 ;;
-	-h|--help) usage; exit 0 ;;
-	*) usage >&2; exit 64 ;;
+	*) bench_option "$@"; shift "$BENCH_SHIFT"; continue ;;
 	esac
 	shift
 done

@@ -51,6 +51,8 @@ REPS=5
 LOADED=0
 LOADED_ONLY=0
 OUT=./bench-bcast-links
+# shellcheck source=tests/bench/options.sh
+. "$(dirname "${BASH_SOURCE[0]}")/options.sh"
 while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) QUICK=1 ;;
@@ -59,12 +61,7 @@ while [ $# -gt 0 ]; do
 	--loaded) LOADED=${2:?--loaded needs a number}; shift ;;
 	--loaded-only) LOADED=${2:?--loaded-only needs a number}
 		LOADED_ONLY=1; shift ;;
-	--out) OUT=${2:?--out needs a directory}; shift ;;
-	--builddir) export IBMCAST_BUILDDIR=${2:?--builddir needs a directory}
-		shift ;;
-	--keep) export IBMCAST_KEEP_TMP=1 ;;
-	-h|--help) usage; exit 0 ;;
-	*) usage >&2; exit 64 ;;
+	*) bench_option "$@"; shift "$BENCH_SHIFT"; continue ;;
 	esac
 	shift
 done

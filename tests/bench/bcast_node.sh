@@ -39,17 +39,14 @@ EOF_USAGE
 NODES=8
 REPS=4
 OUT=./bench-bcast-node
+# shellcheck source=tests/bench/options.sh
+. "$(dirname "${BASH_SOURCE[0]}")/options.sh"
 while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) NODES=4; REPS=2 ;;
 	--nodes) NODES=${2:?--nodes needs a number}; shift ;;
 	--reps) REPS=${2:?--reps needs a number}; shift ;;
-	--out) OUT=${2:?--out needs a directory}; shift ;;
-	--builddir) export IBMCAST_BUILDDIR=${2:?--builddir needs a directory}
-		shift ;;
-	--keep) export IBMCAST_KEEP_TMP=1 ;;
-	-h|--help) usage; exit 0 ;;
-	*) usage >&2; exit 64 ;;
+	*) bench_option "$@"; shift "$BENCH_SHIFT"; continue ;;
 	esac
 	shift
 done

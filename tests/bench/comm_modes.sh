@@ -66,6 +66,8 @@ TOPOS="single fattree"
 REPS=3
 SM_OPTS=()
 OUT=./bench-comm-modes
+# shellcheck source=tests/bench/options.sh
+. "$(dirname "${BASH_SOURCE[0]}")/options.sh"
 while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) KS="1 10 100"; SIZES=16; TOPOS=fattree; REPS=1 ;;
@@ -83,12 +85,7 @@ while [ $# -gt 0 ]; do
 	--reps) REPS=${2:?--reps needs a number}; shift ;;
 	--opensm-opt) SM_OPTS+=(--opensm-opt "${2:?--opensm-opt needs KEY=VALUE}")
 		shift ;;
-	--out) OUT=${2:?--out needs a directory}; shift ;;
-	--builddir) export IBMCAST_BUILDDIR=${2:?--builddir needs a directory}
-		shift ;;
-	--keep) export IBMCAST_KEEP_TMP=1 ;;
-	-h|--help) usage; exit 0 ;;
-	*) usage >&2; exit 64 ;;
+	*) bench_option "$@"; shift "$BENCH_SHIFT"; continue ;;
 	esac
 	shift
 done

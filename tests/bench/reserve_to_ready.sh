@@ -37,19 +37,16 @@ REPS=10
 OUT=./bench-reserve-to-ready
 WATCH_INTERVAL_US=1000
 PLUGIN_OPTS=()
+# shellcheck source=tests/bench/options.sh
+. "$(dirname "${BASH_SOURCE[0]}")/options.sh"
 while [ $# -gt 0 ]; do
 	case $1 in
 	--quick) QUICK=1 ;;
 	--reps) REPS=${2:?--reps needs a number}; shift ;;
-	--out) OUT=${2:?--out needs a directory}; shift ;;
-	--builddir) export IBMCAST_BUILDDIR=${2:?--builddir needs a directory}
-		shift ;;
 	--plugin-opt) PLUGIN_OPTS+=(--plugin-opt "${2:?--plugin-opt needs KEY=VAL}")
 		shift ;;
 	--watch-interval-us) WATCH_INTERVAL_US=${2:?needs a number}; shift ;;
-	--keep) export IBMCAST_KEEP_TMP=1 ;;
-	-h|--help) usage; exit 0 ;;
-	*) usage >&2; exit 64 ;;
+	*) bench_option "$@"; shift "$BENCH_SHIFT"; continue ;;
 	esac
 	shift
 done
