@@ -138,7 +138,10 @@ static void take_group(struct ibmc_context *ctx, struct ibmc_comm *c,
 		return;
 	}
 attach:
-	rc = ctx->ops->mcast_attach(ctx->tr, &ctx->env.groups[g]);
+	rc = ctx->pool_handle[g];
+	if (rc < 0)
+		rc = ctx->pool_handle[g] =
+			ctx->ops->mcast_attach(ctx->tr, &ctx->env.groups[g]);
 	if (rc < 0) {
 		c->mcast_err = rc;
 		c->mcast_why = "attaching the QP to the pool group failed";
@@ -295,6 +298,37 @@ int ibmc_pool_free(ibmc_context_t *ctx, uint64_t *mask)
 	return 0;
 }
 
+void ibmc__pool_attach(struct ibmc_context *ctx)
+{
+	int g, rc;
+
+	for (g = 0; g < IBMC__MAX_GROUPS; g++)
+		ctx->pool_handle[g] = -1;
+	if (ctx->mcast_err)
+		return;
+	for (g = 0; g < ctx->env.ngroups; g++) {
+		rc = ctx->ops->mcast_attach(ctx->tr, &ctx->env.groups[g]);
+		if (rc < 0) {
+			ibmc_log(IBMC_LOG_WARN,
+				 "libibmcast: rank %d: attaching to pool group %d at init failed: %s; tried again by the communicator that takes it",
+				 ctx->rank, g, strerror(-rc));
+			continue;
+		}
+		ctx->pool_handle[g] = rc;
+	}
+}
+
+void ibmc__pool_detach(struct ibmc_context *ctx)
+{
+	int g;
+
+	for (g = 0; g < IBMC__MAX_GROUPS; g++)
+		if (ctx->pool_handle[g] >= 0) {
+			ctx->ops->mcast_detach(ctx->tr, ctx->pool_handle[g]);
+			ctx->pool_handle[g] = -1;
+		}
+}
+
 /* Called with the lock held, also from ibmc_finalize. */
 void ibmc__comm_destroy(struct ibmc_comm *c)
 {
@@ -306,10 +340,8 @@ void ibmc__comm_destroy(struct ibmc_comm *c)
 			*pp = c->next;
 			break;
 		}
-	if (c->group >= 0) {
-		ctx->ops->mcast_detach(ctx->tr, c->ghandle);
-		ctx->pool_used[c->group] = 0;
-	}
+	if (c->group >= 0)
+		ctx->pool_used[c->group] = 0;	/* (stays attached) */
 	ibmc__tasks_free(c);
 	ibmc__prune_release(c);
 	ibmc__grow_free(c);
@@ -351,7 +383,6 @@ int ibmc_comm_free(ibmc_comm_t *c)
 	 * unicast): the group goes back to the pool now, the rest when they
 	 * stopped asking. */
 	if (c->group >= 0) {
-		ctx->ops->mcast_detach(ctx->tr, c->ghandle);
 		ctx->pool_used[c->group] = 0;
 		c->group = -1;
 		c->ghandle = -1;

@@ -134,4 +134,15 @@ struct ibmc_comm {
 /* Free a communicator; ctx->lock held. */
 void ibmc__comm_destroy(struct ibmc_comm *c);
 
+/*
+ * The job's pool groups are attached once, at ibmc_init, and stay attached
+ * until finalize: a communicator then takes its group without touching the
+ * transport, and no member can attach after the root's first multicast and
+ * miss it (it would wait for repairs down the ack tree, one retransmission
+ * timeout per level). A group that could not be attached at init is
+ * attached at creation, as before. Without a usable pool: nothing.
+ */
+void ibmc__pool_attach(struct ibmc_context *ctx);
+void ibmc__pool_detach(struct ibmc_context *ctx);
+
 #endif

@@ -216,6 +216,7 @@ int ibmc_init(const ibmc_bootstrap_t *bs, ibmc_context_t **out)
 	rc = exchange(ctx, bs);
 	if (rc)
 		goto err_lock;
+	ibmc__pool_attach(ctx);
 	ibmc__progress_start(ctx);
 	if (ctx->env.comm_mode == IBMC__MODE_POOL)
 		ibmc__own_pool_build(ctx);	/* seed 000: at init */
@@ -258,6 +259,7 @@ int ibmc_finalize(ibmc_context_t *ctx)
 	while (ctx->comms)
 		ibmc__comm_destroy(ctx->comms);
 	ibmc__widen_free_all(ctx);
+	ibmc__pool_detach(ctx);
 	ibmc__own_pool_free(ctx);
 	ibmc__early_free(&ctx->early);
 	pthread_mutex_unlock(&ctx->lock);

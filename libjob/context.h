@@ -40,6 +40,9 @@ struct ibmc_context {
 	const char *mcast_why;		/* points into env or a literal */
 	char why_buf[200];
 	unsigned char pool_used[IBMC__MAX_GROUPS];
+	/* This rank's attachment to each pool group, made at ibmc_init and
+	 * kept until finalize (comm.h: ibmc__pool_attach); -1: none. */
+	int pool_handle[IBMC__MAX_GROUPS];
 
 	/* Groups the job makes itself (mode.c): rank 0's nonce in their
 	 * MGIDs, their Q_Key, and the pool mode's own pool. */
