@@ -6,9 +6,11 @@
  * elements, in place and not, under 5% and 20% loss with duplication and
  * reordering; every rank's every block verified byte for byte, allreduce
  * results checked against the exact answer and bit for bit against rank
- * 0's (double and long double SUM, float PROD), non-blocking calls in flight together, and
- * mismatched counts, operations and block lengths reported on every rank
- * (never a wrong answer, never a timeout).
+ * 0's (double and long double SUM, float PROD), non-blocking calls in
+ * flight together (the multicast layouts too, mixed with blocking calls
+ * and broadcasts, on uneven nodes, under loss), and mismatched counts,
+ * operations and block lengths reported on every rank, by the blocking
+ * and the non-blocking calls (never a wrong answer, never a timeout).
  */
 #include "config.h"
 
