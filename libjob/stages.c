@@ -122,8 +122,9 @@ int ibmc__stages_start(struct ibmc_comm *comm, int nstages, uint32_t nseqs,
 	req->done = 0;
 	req->rc = 0;
 	req->stages = s;
+	/* A first stage that ended at once (it started nothing, or its
+	 * tasks answered at their start) moves the call on now. */
 	begin(s, 0);
-	/* A first stage that started nothing ends the call now. */
 	advance(s);
 	return 0;
 }
