@@ -33,16 +33,19 @@ struct agm {
 	const struct ibmc__topo *t;	/* NULL: one broadcast per rank */
 	unsigned char *stage;		/* node order, when some node's ranks
 					 * are not consecutive; else NULL */
+	int bad;			/* this node's ranks disagree */
 };
 
 /* One broadcast of len bytes at buf from root, as the running stage's
- * next task. */
-static int bcast(struct ibmc__stages *s, void *buf, size_t len, int root)
+ * next task; error: what the root's data carries (ibmc__bcast_start_error,
+ * only the root's counts). */
+static int bcast(struct ibmc__stages *s, void *buf, size_t len, int root,
+		 int error)
 {
 	struct ibmc_request *req = ibmc__stages_req(s);
 
-	return req ? ibmc__bcast_start(s->comm, buf, len, root, req) :
-	       -ENOMEM;
+	return req ? ibmc__bcast_start_error(s->comm, buf, len, root, error,
+					     req) : -ENOMEM;
 }
 
 /* The one stage with one rank per node: every rank's broadcast. */
@@ -54,7 +57,7 @@ static int per_rank(struct ibmc__stages *s, int k, int prev)
 	(void)k;
 	(void)prev;
 	for (r = 0; !rc && r < s->comm->size; r++)
-		rc = bcast(s, a->recvbuf + (size_t)r * a->bl, a->bl, r);
+		rc = bcast(s, a->recvbuf + (size_t)r * a->bl, a->bl, r, 0);
 	return rc;
 }
 
@@ -96,7 +99,8 @@ static int node_gather(struct ibmc__stages *s, struct agm *a)
 }
 
 /* Stage 1: one broadcast per node, from its leader, of the node's blocks
- * (its span of recvbuf, or of the staging buffer). */
+ * (its span of recvbuf, or of the staging buffer); this node's carries
+ * a->bad. */
 static int node_bcasts(struct ibmc__stages *s, struct agm *a)
 {
 	const struct ibmc__topo *t = a->t;
@@ -117,7 +121,7 @@ static int node_bcasts(struct ibmc__stages *s, struct agm *a)
 		      a->recvbuf + (size_t)t->ranks[t->first[n]] * bl :
 		      a->stage + (size_t)t->first[n] * bl;
 		rc = bcast(s, buf, (size_t)ibmc__topo_count(t, n) * bl,
-			   t->leaders[n]);
+			   t->leaders[n], n == t->my_node ? a->bad : 0);
 	}
 	return rc;
 }
@@ -126,9 +130,16 @@ static int per_node(struct ibmc__stages *s, int k, int prev)
 {
 	struct agm *a = s->priv;
 
-	if (prev)
-		return prev;	/* this node's blocks are not whole */
-	return k == 0 ? node_gather(s, a) : node_bcasts(s, a);
+	if (k == 0)
+		return node_gather(s, a);
+	/* The node's ranks disagree on the block length (seen in the
+	 * segment, by them only): the broadcasts still go, this node's
+	 * carrying the error, so that every member fails with it and none
+	 * waits for a broadcast that never comes. */
+	if (prev && prev != -EMSGSIZE && prev != -EINVAL)
+		return prev;
+	a->bad = prev;
+	return node_bcasts(s, a);
 }
 
 static int end(struct ibmc_comm *c, void *priv, int rc)
@@ -136,6 +147,8 @@ static int end(struct ibmc_comm *c, void *priv, int rc)
 	struct agm *a = priv;
 	int n;
 
+	if (!rc && a)
+		rc = a->bad;
 	for (n = 0; !rc && a && a->stage && n < a->t->nnodes; n++)
 		if (n != a->t->my_node && !contiguous(a->t, n))
 			move_node(a->t, n, a->stage, a->recvbuf, a->bl, 0);

@@ -625,23 +625,33 @@ static int mismatch(ibmc_context_t *ctx, int rank, void *arg)
 	return 0;
 }
 
-static void mismatch_case(const struct mm_case *k, int n)
+/* nodes: rank r on node nodes[r] (NULL: all on one); where: says so. */
+static void mismatch_on(const struct mm_case *k, int n, const int *nodes,
+			const char *where)
 {
 	double worst = 0;
 	int i;
 
 	mm_size = mm_inval = mm_other = mm_zero = 0;
 	lbjob_env(2, 2048);
+	if (nodes)
+		lbjob_nodes(nodes, n);
 	lbjob_run(n, mismatch, (void *)k);
+	unsetenv("IBMCAST_LOOPBACK_NODES");
 	for (i = 0; i < n; i++)
 		if (mm_secs[i] > worst)
 			worst = mm_secs[i];
 	tap_ok((k->want == -EMSGSIZE ? mm_size : mm_inval) == n && worst < 1.5,
-	       "%s %s%s, %s on rank 1 of %d: every rank fails with %s, none times out (%d EMSGSIZE, %d EINVAL, %d other errors, %d results; slowest %.3fs, timeout 2s)",
-	       k->algo, mm_nb ? "i" : "", k->coll, k->what, n,
+	       "%s %s%s, %s on rank 1 of %d%s: every rank fails with %s, none times out (%d EMSGSIZE, %d EINVAL, %d other errors, %d results; slowest %.3fs, timeout 2s)",
+	       k->algo, mm_nb ? "i" : "", k->coll, k->what, n, where,
 	       k->want == -EMSGSIZE ?
 	       "EMSGSIZE" : "EINVAL", (int)mm_size, (int)mm_inval,
 	       (int)mm_other, (int)mm_zero, worst);
+}
+
+static void mismatch_case(const struct mm_case *k, int n)
+{
+	mismatch_on(k, n, NULL, "");
 }
 
 int main(void)
@@ -672,7 +682,8 @@ int main(void)
 	static const int uneven12[] = { 0, 1, 0, 2, 0, 0, 2, 0, 0, 2, 0, 0 },
 			 uneven7[] = { 3, 0, 1, 2, 0, 3, 3 },
 			 two4[] = { 0, 0, 1, 1 },
-			 one_per[] = { 0, 1, 2, 3, 4, 5 };
+			 one_per[] = { 0, 1, 2, 3, 4, 5 },
+			 one_per7[] = { 0, 1, 2, 3, 4, 5, 6 };
 	int nodes64[64];
 	unsigned i, j;
 	int fails;
@@ -743,13 +754,22 @@ int main(void)
 		mismatch_case(&mm_cases[i], 4);
 		mismatch_case(&mm_cases[i], 7);
 	}
-	/* The same through the non-blocking calls, where they multicast. */
-	mm_nb = 1;
-	for (i = 0; i < sizeof(mm_cases) / sizeof(mm_cases[0]); i++) {
-		if (strcmp(mm_cases[i].algo, "mcast"))
-			continue;
-		mismatch_case(&mm_cases[i], 4);
-		mismatch_case(&mm_cases[i], 7);
+	/* The multicast ones through the non-blocking calls too, and on
+	 * nodes: rank 1's node-mate sees the disagreement in the segment,
+	 * the other node only through the broadcasts; with one rank per
+	 * node, one broadcast each. */
+	for (j = 0; j < 2; j++) {
+		mm_nb = (int)j;
+		for (i = 0; i < sizeof(mm_cases) / sizeof(mm_cases[0]); i++) {
+			if (strcmp(mm_cases[i].algo, "mcast"))
+				continue;
+			if (mm_nb) {
+				mismatch_case(&mm_cases[i], 4);
+				mismatch_case(&mm_cases[i], 7);
+			}
+			mismatch_on(&mm_cases[i], 4, two4, ", 2 per node");
+			mismatch_on(&mm_cases[i], 7, one_per7, ", 1 per node");
+		}
 	}
 	mm_nb = 0;
 
