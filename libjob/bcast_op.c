@@ -296,10 +296,10 @@ static int shape(struct ibmc__op *op)
 }
 
 int ibmc__op_start(struct ibmc__op *op, struct ibmc_comm *comm, void *buf,
-		   size_t len, int root, int algo)
+		   size_t len, int root, int algo, uint32_t seq)
 {
-	return ibmc__op_start_among(op, comm, buf, len, root, algo,
-				    comm->next_seq, NULL, comm->size);
+	return ibmc__op_start_among(op, comm, buf, len, root, algo, seq,
+				    NULL, comm->size);
 }
 
 int ibmc__op_start_among(struct ibmc__op *op, struct ibmc_comm *comm,

@@ -146,10 +146,11 @@ struct ibmc__op {
 	int done, rc;
 };
 
-/* Start a broadcast. At the root algo is the resolved algorithm; elsewhere
- * it is ignored (learnt from the first packet). 0 or -errno. */
+/* Start broadcast number seq (its task's: a stage's number was reserved
+ * at its call, stages.h). At the root algo is the resolved algorithm;
+ * elsewhere it is ignored (learnt from the first packet). 0 or -errno. */
 int ibmc__op_start(struct ibmc__op *op, struct ibmc_comm *comm, void *buf,
-		   size_t len, int root, int algo);
+		   size_t len, int root, int algo, uint32_t seq);
 /* The same among n communicator ranks members[] (ascending, holding root
  * and this rank; the list must outlive the op), as broadcast number seq
  * (a task may start its engine after later calls were numbered). */

@@ -7,6 +7,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -363,6 +364,10 @@ int ibmc_comm_free(ibmc_comm_t *c)
 		return -EINVAL;
 	ctx = c->ctx;
 	pthread_mutex_lock(&ctx->lock);
+	if (c->stages) {
+		pthread_mutex_unlock(&ctx->lock);
+		return -EBUSY;	/* a non-blocking call in flight */
+	}
 	for (t = c->tasks; t; t = t->next)
 		if (!t->detached && !t->background) {
 			pthread_mutex_unlock(&ctx->lock);

@@ -23,6 +23,7 @@ struct ibmc__topo;
 struct ibmc__shm;
 struct ibmc__switch;
 struct ibmc__reshape_req;
+struct ibmc__stages;
 
 /* A datagram kept for later: for a communicator not created yet, or for a
  * collective this rank has not entered yet. */
@@ -91,6 +92,8 @@ struct ibmc_comm {
 	struct ibmc__task *tasks;	/* in flight, oldest first */
 	struct ibmc__task *lingering;	/* completed, newest first */
 	int nlinger;
+	struct ibmc__stages *stages;	/* calls of several stages in
+					 * flight (stages.h), oldest first */
 
 	/* Broadcast: measured delays, kept across broadcasts: from when a
 	 * parent holds a fragment to a child's ack covering it, by the

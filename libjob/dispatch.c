@@ -9,6 +9,7 @@
 #include "libjob/dispatch.h"
 #include "libjob/mcast_switch.h"
 #include "libjob/model.h"
+#include "libjob/stages.h"
 #include "libjob/task.h"
 
 /* Bounds on kept datagrams: the protocol retransmits what is dropped, so
@@ -95,8 +96,10 @@ static void comm_input(struct ibmc_comm *comm, const void *data, size_t len,
 		return;
 	}
 	ahead = (int32_t)(h.seq - comm->next_seq);
-	if (ahead >= 0 && ahead < EARLY_SEQS) {
-		/* A collective this rank has not entered yet. */
+	if ((ahead >= 0 && ahead < EARLY_SEQS) ||
+	    ibmc__stages_reserved(comm, h.seq)) {
+		/* A collective this rank has not entered yet, or a stage of
+		 * a call it made that has not started yet. */
 		struct ibmc__early *e;
 
 		if (comm->early_count >= EARLY_MAX_COUNT ||

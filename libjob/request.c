@@ -34,8 +34,8 @@ int ibmc_test(ibmc_request_t **reqp, int *done)
 	pthread_mutex_lock(&ctx->lock);
 	if (!req->done) {
 		rc = ibmc__pump(ctx, 0);
-		if (rc && req->task)
-			req->task->error = rc;
+		if (rc)
+			ibmc__request_fail(req, rc);
 		ibmc__progress_all(ctx, ibmc__task_now());
 	}
 	*done = req->done;

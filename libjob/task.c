@@ -20,6 +20,7 @@
 #include "libjob/mcast_switch.h"
 #include "libjob/model.h"
 #include "libjob/prune.h"
+#include "libjob/stages.h"
 #include "libjob/task.h"
 
 /* Completed tasks kept per communicator to answer late packets, and for
@@ -128,8 +129,8 @@ static void step(struct ibmc_context *ctx, struct ibmc_request *req)
 	int rc;
 
 	rc = ibmc__pump(ctx, 0);
-	if (rc && req && req->task)
-		req->task->error = rc;	/* the transport died */
+	if (rc && req)
+		ibmc__request_fail(req, rc);	/* the transport died */
 	now = ibmc__task_now();
 	d = ibmc__progress_all(ctx, now);
 	if (req && req->done)
@@ -143,8 +144,16 @@ static void step(struct ibmc_context *ctx, struct ibmc_request *req)
 	if (t > (ctx->wait_hook ? 1 : 10))
 		t = ctx->wait_hook ? 1 : 10;
 	rc = ibmc__pump(ctx, (int)t);
-	if (rc && req && req->task)
-		req->task->error = rc;	/* the transport died */
+	if (rc && req)
+		ibmc__request_fail(req, rc);	/* the transport died */
+}
+
+void ibmc__request_fail(struct ibmc_request *req, int rc)
+{
+	if (req->task)
+		req->task->error = rc;
+	else if (req->stages)
+		ibmc__stages_fail(req->stages, rc);
 }
 
 static void call_enter(struct ibmc_context *ctx)
@@ -161,7 +170,9 @@ static void call_leave(struct ibmc_context *ctx)
 void ibmc__task_settle(struct ibmc_comm *comm)
 {
 	call_enter(comm->ctx);
-	while (comm->tasks)
+	/* A call of several stages (stages.h) is in flight until its last
+	 * stage ended. */
+	while (comm->tasks || comm->stages)
 		step(comm->ctx, NULL);
 	call_leave(comm->ctx);
 }
@@ -189,18 +200,10 @@ void ibmc__progress_until(struct ibmc_context *ctx, int (*done)(void *),
 	call_leave(ctx);
 }
 
-int ibmc__task_start(struct ibmc_comm *comm, int coll, int algo,
-		     const struct ibmc__task_ops *ops,
-		     const struct ibmc__args *args, void *priv,
-		     struct ibmc_request *req)
+int ibmc__task_admit(struct ibmc_comm *comm)
 {
-	struct ibmc__task *t = calloc(1, sizeof(*t)), **pp;
 	int rc;
 
-	if (!t) {
-		free(priv);	/* nothing in it yet */
-		return -ENOMEM;
-	}
 	/* Bound what returned calls leave behind: a root that broadcasts
 	 * in a loop waits here for its oldest broadcast to finish. */
 	if (ndetached(comm) >= IBMC__DETACHED_MAX) {
@@ -209,9 +212,27 @@ int ibmc__task_start(struct ibmc_comm *comm, int coll, int algo,
 			step(comm->ctx, NULL);
 		call_leave(comm->ctx);
 	}
-	if (comm->deferred_rc) {
-		rc = comm->deferred_rc;
-		comm->deferred_rc = 0;
+	rc = comm->deferred_rc;
+	comm->deferred_rc = 0;
+	return rc;
+}
+
+int ibmc__task_start(struct ibmc_comm *comm, int coll, int algo,
+		     const struct ibmc__task_ops *ops,
+		     const struct ibmc__args *args, void *priv,
+		     struct ibmc_request *req)
+{
+	struct ibmc__task *t = calloc(1, sizeof(*t)), **pp;
+	int staged = req && req->reserved, rc;
+
+	if (!t) {
+		free(priv);	/* nothing in it yet */
+		return -ENOMEM;
+	}
+	/* A stage's task may start from inside ibmc__progress_all: it
+	 * never waits, and its call was admitted when it was made. */
+	rc = staged ? 0 : ibmc__task_admit(comm);
+	if (rc) {
 		free(t);
 		free(priv);
 		return rc;
@@ -220,7 +241,8 @@ int ibmc__task_start(struct ibmc_comm *comm, int coll, int algo,
 	t->ops = ops;
 	t->coll = coll;
 	t->algo = algo;
-	t->seq = comm->next_seq;
+	t->seq = staged ? req->seq : comm->next_seq;
+	t->inner = staged;
 	t->args = *args;
 	t->priv = priv;
 	rc = ops->start(t);
@@ -228,7 +250,8 @@ int ibmc__task_start(struct ibmc_comm *comm, int coll, int algo,
 		task_free(t);
 		return rc;
 	}
-	comm->next_seq++;
+	if (!staged)
+		comm->next_seq++;
 	for (pp = &comm->tasks; *pp; pp = &(*pp)->next)
 		;
 	*pp = t;
@@ -285,6 +308,10 @@ int64_t ibmc__progress_all(struct ibmc_context *ctx, int64_t now)
 			if (td < d)
 				d = td;
 		}
+		/* A stage that started tasks: progress again at once (their
+		 * timers are not in d). */
+		if (c->stages && ibmc__stages_poll(c))
+			d = now;
 		if (c->grow)
 			ibmc__grow_poll(c);
 		if (c->prune)
@@ -296,7 +323,7 @@ int64_t ibmc__progress_all(struct ibmc_context *ctx, int64_t now)
 		}
 		if (c->lingering)
 			trim_lingering(c, now);
-		if (c->zombie && !c->tasks && !c->lingering)
+		if (c->zombie && !c->tasks && !c->lingering && !c->stages)
 			ibmc__comm_destroy(c);	/* nothing owed any more */
 	}
 	if (ctx->widens)
@@ -353,6 +380,7 @@ void ibmc__tasks_free(struct ibmc_comm *comm)
 
 	while ((t = comm->tasks))
 		complete(t, -ECANCELED, ibmc__task_now());
+	ibmc__stages_free(comm);
 	while ((t = comm->lingering)) {
 		comm->lingering = t->next;
 		task_free(t);
@@ -365,7 +393,7 @@ static int any_tasks(const struct ibmc_context *ctx, int lingering)
 	const struct ibmc_comm *c;
 
 	for (c = ctx->comms; c; c = c->next)
-		if (c->tasks || (lingering && c->lingering))
+		if (c->tasks || c->stages || (lingering && c->lingering))
 			return 1;
 	return 0;
 }

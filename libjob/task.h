@@ -65,6 +65,9 @@ struct ibmc__task {
 					 * neither a call in flight nor one
 					 * that returned */
 	struct ibmc_request *req;	/* waiting caller, or NULL */
+	int inner;			/* a stage of another call (stages.h):
+					 * counts nothing as a call of its
+					 * own collective */
 	int64_t linger_until;		/* us */
 	struct ibmc__args args;
 	void *priv;			/* the algorithm's state */
@@ -80,6 +83,13 @@ struct ibmc_request {
 	struct ibmc_comm *comm;
 	int done, rc;
 	int heap;			/* freed by test/wait */
+	/* A call of several stages (stages.h): its state while in flight,
+	 * task NULL. */
+	struct ibmc__stages *stages;
+	/* A stage's task: it takes seq, reserved at the call (stages.h),
+	 * not the communicator's next. */
+	int reserved;
+	uint32_t seq;
 };
 
 /* Monotonic microseconds. */
@@ -91,9 +101,22 @@ int64_t ibmc__task_now(void);
 void ibmc__task_answer(struct ibmc__task *t, int rc);
 
 /*
- * Start a collective on comm (ctx->lock held): takes the next sequence
- * number, runs ops->start, replays datagrams that came early, and leaves
- * the task in flight with req (may be NULL) to be told its end. priv is
+ * Before a call starts anything on comm (ctx->lock held): wait while
+ * IBMC__DETACHED_MAX returned calls are still in flight, then take the
+ * error one of them left (comm->deferred_rc). 0 or that error.
+ */
+int ibmc__task_admit(struct ibmc_comm *comm);
+
+/* The transport failed while req was in flight: its task(s) fail with
+ * rc at their next progress. */
+void ibmc__request_fail(struct ibmc_request *req, int rc);
+
+/*
+ * Start a collective on comm (ctx->lock held): admits the call
+ * (ibmc__task_admit) and takes the next sequence number, or, for a
+ * stage's request (req->reserved), takes its reserved number as part of
+ * a call already admitted; runs ops->start, replays datagrams that came
+ * early, and leaves the task in flight with req (may be NULL) to be told its end. priv is
  * the task's from here on (freed by ops->fini, or plainly if the task
  * could not be allocated). 0 or -errno (nothing left in flight then).
  */

@@ -11,8 +11,9 @@
  * overload the simulated fabric's one-thread data plane (4-80x slower than
  * recursive doubling there, and at 32 ranks back to back some member
  * stalls past the timeout), so auto takes recursive doubling on 2^k ranks
- * and the ring on others. A non-blocking allgather never multicasts (its
- * P broadcasts would need a compound request).
+ * and the ring on others. A non-blocking call takes the algorithm the
+ * blocking one would: a program that mixes them gets one layout, and
+ * the choice never depends on which of them a member called.
  */
 #include "config.h"
 
@@ -61,26 +62,26 @@ void ibmc__ag_count(struct ibmc_comm *c, int rc, int algo)
 	c->last_param[IBMC__C_ALLGATHER] = 0;
 }
 
-static int choose(struct ibmc_comm *c, int blocking)
+/* The same on every member: the setting, the topology and whether the
+ * group may be used are the communicator's. */
+static int choose(struct ibmc_comm *c)
 {
 	int a = c->algo[IBMC__C_ALLGATHER];
 	int mc = !c->mcast_err && c->ghandle >= 0;
 	const struct ibmc__topo *t;
 
 	/* Auto takes the node segment as soon as some node holds two
-	 * ranks, for non-blocking calls too: calls in flight together take
-	 * their turns on the segment (ibmc__shm_my_turn). */
+	 * ranks: calls in flight together take their turns on it
+	 * (ibmc__shm_my_turn). */
 	if (a == IBMC__AG_SHM || a == 0) {
 		t = ibmc__comm_topo(c);
 		if (t && (a == IBMC__AG_SHM || t->max_local >= 2))
 			return IBMC__AG_SHM;
 	}
-	if (a == IBMC__AG_MCAST && blocking && mc)
+	if (a == IBMC__AG_MCAST && mc)
 		return IBMC__AG_MCAST;
 	if (a == IBMC__AG_RING)
 		return IBMC__AG_RING;
-	if (a == IBMC__AG_RD)
-		return pow2(c->size) ? IBMC__AG_RD : IBMC__AG_RING;
 	return pow2(c->size) ? IBMC__AG_RD : IBMC__AG_RING;
 }
 
@@ -102,13 +103,16 @@ static void place_own(ibmc_comm_t *c, const void *sendbuf, void *recvbuf,
 			sendbuf, blocklen);
 }
 
-static int start(ibmc_comm_t *c, void *recvbuf, size_t blocklen, int algo,
+/* Start the call for req: lock held, own block in place. */
+static int start(ibmc_comm_t *c, void *recvbuf, size_t blocklen,
 		 struct ibmc_request *req)
 {
 	struct ibmc__args args = { .buf = recvbuf, .len = blocklen };
-
 	const struct ibmc__task_ops *ops = &ibmc__allgather_ring_ops;
+	int algo = choose(c);
 
+	if (algo == IBMC__AG_MCAST)
+		return ibmc__allgather_mcast_start(c, recvbuf, blocklen, req);
 	if (algo == IBMC__AG_RD)
 		ops = &ibmc__allgather_rd_ops;
 	else if (algo == IBMC__AG_SHM)
@@ -121,24 +125,17 @@ int ibmc_allgather(ibmc_comm_t *c, const void *sendbuf, void *recvbuf,
 		   size_t blocklen)
 {
 	struct ibmc_request req = { 0 };
-	int rc = check(c, sendbuf, recvbuf, blocklen), algo;
+	int rc = check(c, sendbuf, recvbuf, blocklen);
 
 	if (rc)
 		return rc;
 	pthread_mutex_lock(&c->ctx->lock);
 	place_own(c, sendbuf, recvbuf, blocklen);
 	rc = ibmc__switch_gate(c);
-	if (rc)
-		goto out;
-	algo = choose(c, 1);
-	if (algo == IBMC__AG_MCAST) {
-		rc = ibmc__allgather_mcast(c, recvbuf, blocklen);
-	} else {
-		rc = start(c, recvbuf, blocklen, algo, &req);
-		if (!rc)
-			rc = ibmc__wait(&req);
-	}
-out:
+	if (!rc)
+		rc = start(c, recvbuf, blocklen, &req);
+	if (!rc)
+		rc = ibmc__wait(&req);
 	pthread_mutex_unlock(&c->ctx->lock);
 	return rc;
 }
@@ -159,7 +156,7 @@ int ibmc_iallgather(ibmc_comm_t *c, const void *sendbuf, void *recvbuf,
 	place_own(c, sendbuf, recvbuf, blocklen);
 	rc = ibmc__switch_gate(c);
 	if (!rc)
-		rc = start(c, recvbuf, blocklen, choose(c, 0), req);
+		rc = start(c, recvbuf, blocklen, req);
 	pthread_mutex_unlock(&c->ctx->lock);
 	if (rc) {
 		free(req);

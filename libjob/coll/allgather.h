@@ -29,9 +29,10 @@ struct ibmc_comm;
  * allgather.c). */
 void ibmc__ag_count(struct ibmc_comm *c, int rc, int algo);
 
-/* The multicast allgather (coll/allgather_mcast.c), blocking, ctx->lock
- * held, own block in place. 0 or -errno. */
-int ibmc__allgather_mcast(struct ibmc_comm *c, void *recvbuf,
-			  size_t blocklen);
+/* Start the multicast allgather (coll/allgather_mcast.c) for req:
+ * ctx->lock held, own block in place. 0 (req completes later, or did
+ * with an error) or -errno. */
+int ibmc__allgather_mcast_start(struct ibmc_comm *c, void *recvbuf,
+				size_t blocklen, struct ibmc_request *req);
 
 #endif

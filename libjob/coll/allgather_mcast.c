@@ -8,6 +8,10 @@
  * multicasts its whole node's blocks once: L broadcasts instead of P, each
  * block crosses each link of the group's tree once, and every member
  * receives every block once per node.
+ *
+ * Either way the call is one request of stages (stages.h): the
+ * broadcasts (after the node gather) all in flight at once, and the
+ * blocking call is the non-blocking one and a wait.
  */
 #include "config.h"
 
@@ -18,31 +22,42 @@
 #include "libjob/coll/allgather.h"
 #include "libjob/coll/coll.h"
 #include "libjob/comm.h"
+#include "libjob/stages.h"
 #include "libjob/task.h"
 #include "libjob/topo.h"
 
-/* One broadcast per rank; lock held. */
-static int per_rank(struct ibmc_comm *c, void *recvbuf, size_t blocklen)
-{
-	struct ibmc_request *req = calloc((size_t)c->size, sizeof(*req));
-	int r, rc = 0, rc2;
+/* A call's state between its stages. */
+struct agm {
+	unsigned char *recvbuf;
+	size_t bl;
+	const struct ibmc__topo *t;	/* NULL: one broadcast per rank */
+	unsigned char *stage;		/* node order, when some node's ranks
+					 * are not consecutive; else NULL */
+	int bad;			/* this node's ranks disagree */
+};
 
-	if (!req)
-		return -ENOMEM;
-	for (r = 0; r < c->size; r++) {
-		rc = ibmc__bcast_start(c, (unsigned char *)recvbuf +
-				       (size_t)r * blocklen, blocklen, r,
-				       &req[r]);
-		if (rc)
-			break;
-	}
-	/* Started ones run to their end whatever failed after them. */
-	while (r-- > 0) {
-		rc2 = ibmc__wait(&req[r]);
-		if (!rc)
-			rc = rc2;
-	}
-	free(req);
+/* One broadcast of len bytes at buf from root, as the running stage's
+ * next task; error: what the root's data carries (ibmc__bcast_start_error,
+ * only the root's counts). */
+static int bcast(struct ibmc__stages *s, void *buf, size_t len, int root,
+		 int error)
+{
+	struct ibmc_request *req = ibmc__stages_req(s);
+
+	return req ? ibmc__bcast_start_error(s->comm, buf, len, root, error,
+					     req) : -ENOMEM;
+}
+
+/* The one stage with one rank per node: every rank's broadcast. */
+static int per_rank(struct ibmc__stages *s, int k, int prev)
+{
+	struct agm *a = s->priv;
+	int r, rc = 0;
+
+	(void)k;
+	(void)prev;
+	for (r = 0; !rc && r < s->comm->size; r++)
+		rc = bcast(s, a->recvbuf + (size_t)r * a->bl, a->bl, r, 0);
 	return rc;
 }
 
@@ -69,75 +84,107 @@ static void move_node(const struct ibmc__topo *t, int n, unsigned char *stage,
 	}
 }
 
-/* The node's blocks into every local rank's recvbuf, through the node's
- * segment (the shm_leader task without network steps). */
-static int node_gather(struct ibmc_comm *c, void *recvbuf, size_t bl)
+/* Stage 0: the node's blocks into every local rank's recvbuf, through
+ * the node's segment (the shm_leader task without network steps). */
+static int node_gather(struct ibmc__stages *s, struct agm *a)
 {
-	struct ibmc__args args = { .buf = recvbuf, .len = bl,
+	struct ibmc__args args = { .buf = a->recvbuf, .len = a->bl,
 				   .param = IBMC__AG_SHM_NODE_ONLY };
-	struct ibmc_request req = { 0 };
-	int rc;
-
-	rc = ibmc__task_start(c, IBMC__C_ALLGATHER, IBMC__AG_SHM,
-			      &ibmc__allgather_shm_ops, &args, NULL, &req);
-	return rc ? rc : ibmc__wait(&req);
-}
-
-/* One broadcast per node, from its leader; lock held. */
-static int per_node(struct ibmc_comm *c, const struct ibmc__topo *t,
-		    unsigned char *recvbuf, size_t bl)
-{
-	struct ibmc_request *req = calloc((size_t)t->nnodes, sizeof(*req));
-	unsigned char *stage = NULL, *buf;
-	int n, rc, rc2, staged = 0;
+	struct ibmc_request *req = ibmc__stages_req(s);
 
 	if (!req)
 		return -ENOMEM;
-	rc = node_gather(c, recvbuf, bl);
+	return ibmc__task_start(s->comm, IBMC__C_ALLGATHER, IBMC__AG_SHM,
+				&ibmc__allgather_shm_ops, &args, NULL, req);
+}
+
+/* Stage 1: one broadcast per node, from its leader, of the node's blocks
+ * (its span of recvbuf, or of the staging buffer); this node's carries
+ * a->bad. */
+static int node_bcasts(struct ibmc__stages *s, struct agm *a)
+{
+	const struct ibmc__topo *t = a->t;
+	size_t bl = a->bl;
+	unsigned char *buf;
+	int n, rc = 0, staged = 0;
+
 	for (n = 0; n < t->nnodes; n++)
 		staged |= !contiguous(t, n);
-	if (!rc && staged && bl) {
-		stage = malloc((size_t)c->size * bl);
-		if (!stage)
-			rc = -ENOMEM;
-		else
-			move_node(t, t->my_node, stage, recvbuf, bl, 1);
+	if (staged && bl) {
+		a->stage = malloc((size_t)s->comm->size * bl);
+		if (!a->stage)
+			return -ENOMEM;
+		move_node(t, t->my_node, a->stage, a->recvbuf, bl, 1);
 	}
 	for (n = 0; !rc && n < t->nnodes; n++) {
 		buf = contiguous(t, n) || !bl ?
-		      recvbuf + (size_t)t->ranks[t->first[n]] * bl :
-		      stage + (size_t)t->first[n] * bl;
-		rc = ibmc__bcast_start(c, buf, (size_t)ibmc__topo_count(t, n) *
-				       bl, t->leaders[n], &req[n]);
-		if (rc)
-			break;
+		      a->recvbuf + (size_t)t->ranks[t->first[n]] * bl :
+		      a->stage + (size_t)t->first[n] * bl;
+		rc = bcast(s, buf, (size_t)ibmc__topo_count(t, n) * bl,
+			   t->leaders[n], n == t->my_node ? a->bad : 0);
 	}
-	/* Started ones run to their end whatever failed after them. */
-	while (n-- > 0) {
-		rc2 = ibmc__wait(&req[n]);
-		if (!rc)
-			rc = rc2;
-	}
-	for (n = 0; !rc && stage && n < t->nnodes; n++)
-		if (n != t->my_node && !contiguous(t, n))
-			move_node(t, n, stage, recvbuf, bl, 0);
-	free(stage);
-	free(req);
 	return rc;
 }
 
-int ibmc__allgather_mcast(struct ibmc_comm *c, void *recvbuf, size_t blocklen)
+static int per_node(struct ibmc__stages *s, int k, int prev)
 {
-	const struct ibmc__topo *t = ibmc__comm_topo(c);
-	struct ibmc__inner_mark mark;
-	int rc;
+	struct agm *a = s->priv;
 
-	if (!t)
-		return -ENOMEM;
-	ibmc__inner_begin(c, &mark);
-	rc = t->max_local >= 2 ? per_node(c, t, recvbuf, blocklen) :
-	     per_rank(c, recvbuf, blocklen);
-	ibmc__inner_end(c, &mark, false);
+	if (k == 0)
+		return node_gather(s, a);
+	/* The node's ranks disagree on the block length (seen in the
+	 * segment, by them only): the broadcasts still go, this node's
+	 * carrying the error, so that every member fails with it and none
+	 * waits for a broadcast that never comes. */
+	if (prev && prev != -EMSGSIZE && prev != -EINVAL)
+		return prev;
+	a->bad = prev;
+	return node_bcasts(s, a);
+}
+
+static int end(struct ibmc_comm *c, void *priv, int rc)
+{
+	struct agm *a = priv;
+	int n;
+
+	if (!rc && a)
+		rc = a->bad;
+	for (n = 0; !rc && a && a->stage && n < a->t->nnodes; n++)
+		if (n != a->t->my_node && !contiguous(a->t, n))
+			move_node(a->t, n, a->stage, a->recvbuf, a->bl, 0);
+	if (a)
+		free(a->stage);
+	free(a);
 	ibmc__ag_count(c, rc, IBMC__AG_MCAST);
 	return rc;
+}
+
+static const struct ibmc__stages_ops per_rank_ops = {
+	.stage = per_rank,
+	.end = end,
+};
+
+static const struct ibmc__stages_ops per_node_ops = {
+	.stage = per_node,
+	.end = end,
+};
+
+int ibmc__allgather_mcast_start(struct ibmc_comm *c, void *recvbuf,
+				size_t blocklen, struct ibmc_request *req)
+{
+	const struct ibmc__topo *t = ibmc__comm_topo(c);
+	struct agm *a = calloc(1, sizeof(*a));
+
+	if (!t || !a) {
+		free(a);
+		return -ENOMEM;
+	}
+	a->recvbuf = recvbuf;
+	a->bl = blocklen;
+	if (t->max_local < 2)
+		return ibmc__stages_start(c, 1, (uint32_t)c->size, c->size,
+					  &per_rank_ops, a, req);
+	a->t = t;
+	return ibmc__stages_start(c, 2, 1 + (uint32_t)t->nnodes, t->nnodes,
+				  &per_node_ops, a, req);
 }

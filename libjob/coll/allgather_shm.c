@@ -339,11 +339,12 @@ static void complete(struct ibmc__task *t, int rc)
 {
 	struct ag *a = t->priv;
 	struct ibmc__shm_hdr *h = a->shm ? a->shm->hdr : NULL;
+	int node_only = t->args.param == IBMC__AG_SHM_NODE_ONLY;
 
 	ibmc__shm_call_end(&a->call);
 	if (!rc) {
 		/* The node part of another allgather is not one itself. */
-		if (t->args.param != IBMC__AG_SHM_NODE_ONLY)
+		if (!node_only)
 			t->comm->st.allgathers++;
 	} else if (a->shm) {
 		/* Tell the node at once rather than by its timeout, and make
@@ -355,8 +356,10 @@ static void complete(struct ibmc__task *t, int rc)
 					      memory_order_release);
 		ibmc__shm_abandon(a->shm);
 	}
-	t->comm->last_algo[IBMC__C_ALLGATHER] = IBMC__AG_SHM;
-	t->comm->last_param[IBMC__C_ALLGATHER] = 0;
+	if (!node_only) {
+		t->comm->last_algo[IBMC__C_ALLGATHER] = IBMC__AG_SHM;
+		t->comm->last_param[IBMC__C_ALLGATHER] = 0;
+	}
 }
 
 /* After completion only a peer leader's lost acknowledgments matter; a

@@ -9,8 +9,11 @@
  * doubling moves whole vectors log2 P times. Auto multicasts when the
  * communicator may (the same answer on every member) from 4 ranks on,
  * else recursive doubling for vectors up to IBMC__AR_SHORT_BYTES and
- * reduce-scatter + allgather ("rabenseifner") above. A non-blocking allreduce never multicasts (two
- * collectives in a row would need a compound request).
+ * reduce-scatter + allgather ("rabenseifner") above. A non-blocking
+ * call takes the algorithm the blocking one would (the reduce and the
+ * broadcast as two stages of one request, stages.h): a program that
+ * mixes them gets one layout, and the choice never depends on which of
+ * them a member called.
  */
 #include "config.h"
 
@@ -23,6 +26,7 @@
 #include "libjob/comm.h"
 #include "libjob/mcast_switch.h"
 #include "libjob/reduce.h"
+#include "libjob/stages.h"
 #include "libjob/task.h"
 #include "libjob/topo.h"
 
@@ -84,21 +88,23 @@ static int p2p_algo(int a, size_t len)
 	       IBMC__AR_RABENSEIFNER;
 }
 
-static int choose(struct ibmc_comm *c, int blocking, size_t len)
+/* The same on every member: the setting, the topology, whether the
+ * group may be used and the vector's length (which members that
+ * disagree on it learn of from the data) are the communicator's. */
+static int choose(struct ibmc_comm *c, size_t len)
 {
 	int a = c->algo[IBMC__C_ALLREDUCE];
 	int mc = !c->mcast_err && c->ghandle >= 0;
 	const struct ibmc__topo *t;
 
 	/* Auto takes node shared memory when some node holds two members
-	 * and, for a blocking call, the result can be multicast (a
-	 * non-blocking one gets it through the segment). */
-	if (a == IBMC__AR_SHM_MCAST || (!a && (mc || !blocking))) {
+	 * and the result can be multicast. */
+	if (a == IBMC__AR_SHM_MCAST || (!a && mc)) {
 		t = ibmc__comm_topo(c);
 		if (t && (a == IBMC__AR_SHM_MCAST || t->max_local >= 2))
 			return IBMC__AR_SHM_MCAST;
 	}
-	if (blocking && mc && (a == IBMC__AR_MCAST || (!a && c->size >= 4)))
+	if (mc && (a == IBMC__AR_MCAST || (!a && c->size >= 4)))
 		return IBMC__AR_MCAST;
 	return p2p_algo(a, len);
 }
@@ -139,63 +145,94 @@ static struct ibmc__ar_args *args_new(const void *sendbuf, void *recvbuf,
 	return a;
 }
 
-/* The one task that runs a whole call of algo (not the multicasting
- * ones, blocking). */
-static const struct ibmc__task_ops *task_ops(int algo)
+/* A multicasting call's state between its stages. */
+struct mar {
+	struct ibmc__ar_args *a;	/* the reduce task's, until it starts */
+	void *buf;
+	size_t len;
+	int algo;
+	int bad;	/* the reduce's disagreement, carried by the result */
+};
+
+/*
+ * Stage 0 reduces to rank 0 (up a tree, or through node shared memory
+ * and then up the node leaders' tree); stage 1 broadcasts the result by
+ * multicast (the broadcast engine falls back to point-to-point where it
+ * must).
+ */
+static int mcast_stage(struct ibmc__stages *s, int k, int prev)
 {
-	if (algo == IBMC__AR_SHM_MCAST)
-		return &ibmc__allreduce_shm_ops;
-	return algo == IBMC__AR_RABENSEIFNER ? &ibmc__allreduce_rab_ops :
-	       &ibmc__allreduce_rd_ops;
+	struct mar *m = s->priv;
+	struct ibmc__args args = { .buf = m->buf, .len = m->len };
+	struct ibmc__ar_args *a = m->a;
+	struct ibmc_request *req;
+
+	/* Members that disagree (count, datatype, operation) are seen only
+	 * on the way up, by some ranks; the others wait for the broadcast:
+	 * it still goes, carrying the root's error to every member. */
+	if (prev && prev != -EMSGSIZE && prev != -EINVAL)
+		return prev;
+	req = ibmc__stages_req(s);
+	if (!req)
+		return -ENOMEM;
+	if (k == 0) {
+		m->a = NULL;	/* the task's from here on */
+		return ibmc__task_start(s->comm, IBMC__C_ALLREDUCE, m->algo,
+					m->algo == IBMC__AR_SHM_MCAST ?
+					&ibmc__allreduce_shm_ops :
+					&ibmc__allreduce_tree_ops, &args, a,
+					req);
+	}
+	m->bad = prev;
+	return ibmc__bcast_start_error(s->comm, m->buf, m->len, 0,
+				       s->comm->rank ? 0 : m->bad, req);
 }
 
-static int start(ibmc_comm_t *c, const struct ibmc__task_ops *ops,
-		 struct ibmc__ar_args *a, int algo, int param,
+static int mcast_end(struct ibmc_comm *c, void *priv, int rc)
+{
+	struct mar *m = priv;
+
+	if (!rc && m)
+		rc = m->bad;
+	if (m) {
+		ibmc__ar_count(c, rc, m->algo);
+		free(m->a);
+	}
+	free(m);
+	return rc;
+}
+
+static const struct ibmc__stages_ops mcast_ops = {
+	.stage = mcast_stage,
+	.end = mcast_end,
+};
+
+/* Start the call for req (lock held): a's from here on. */
+static int start(ibmc_comm_t *c, struct ibmc__ar_args *a,
 		 struct ibmc_request *req)
 {
 	struct ibmc__args args = {
 		.buf = a->buf, .len = a->count * ibmc__dtype_size(a->dtype),
-		.param = param,
 	};
+	int algo = choose(c, args.len);
+	struct mar *m;
 
-	return ibmc__task_start(c, IBMC__C_ALLREDUCE, algo, ops, &args, a,
-				req);
-}
-
-/* Reduce to rank 0 (up a tree, or through node shared memory and then up
- * the node leaders' tree), then broadcast the result by multicast (the
- * broadcast engine falls back to point-to-point where it must); lock
- * held. */
-static int mcast_allreduce(ibmc_comm_t *c, struct ibmc__ar_args *a,
-			   int algo)
-{
-	struct ibmc_request req = { 0 };
-	size_t len = a->count * ibmc__dtype_size(a->dtype);
-	void *buf = a->buf;
-	struct ibmc__inner_mark mark;
-	int rc, bad;
-
-	ibmc__inner_begin(c, &mark);
-	rc = start(c, algo == IBMC__AR_SHM_MCAST ? &ibmc__allreduce_shm_ops :
-		   &ibmc__allreduce_tree_ops, a, algo, 0, &req);
-	if (!rc)
-		rc = ibmc__wait(&req);
-	/* Members that disagree (count, datatype, operation) are seen only
-	 * on the way up, by some ranks; the others wait for the broadcast:
-	 * it still goes, carrying the root's error to every member. */
-	if (rc && rc != -EMSGSIZE && rc != -EINVAL)
-		goto out;
-	bad = rc;
-	memset(&req, 0, sizeof(req));
-	rc = ibmc__bcast_start_error(c, buf, len, 0, c->rank ? 0 : bad, &req);
-	if (!rc)
-		rc = ibmc__wait(&req);
-	if (!rc)
-		rc = bad;
-out:
-	ibmc__inner_end(c, &mark, false);
-	ibmc__ar_count(c, rc, algo);
-	return rc;
+	if (algo != IBMC__AR_MCAST && algo != IBMC__AR_SHM_MCAST)
+		return ibmc__task_start(c, IBMC__C_ALLREDUCE, algo,
+					algo == IBMC__AR_RABENSEIFNER ?
+					&ibmc__allreduce_rab_ops :
+					&ibmc__allreduce_rd_ops, &args, a,
+					req);
+	m = calloc(1, sizeof(*m));
+	if (!m) {
+		free(a);
+		return -ENOMEM;
+	}
+	m->a = a;
+	m->buf = args.buf;
+	m->len = args.len;
+	m->algo = algo;
+	return ibmc__stages_start(c, 2, 2, 1, &mcast_ops, m, req);
 }
 
 int ibmc_allreduce(ibmc_comm_t *c, const void *sendbuf, void *recvbuf,
@@ -203,26 +240,17 @@ int ibmc_allreduce(ibmc_comm_t *c, const void *sendbuf, void *recvbuf,
 {
 	struct ibmc_request req = { 0 };
 	struct ibmc__ar_args *a;
-	int rc = check(c, sendbuf, recvbuf, count, dtype, op), algo;
+	int rc = check(c, sendbuf, recvbuf, count, dtype, op);
 
 	if (rc)
 		return rc;
 	pthread_mutex_lock(&c->ctx->lock);
 	rc = ibmc__switch_gate(c);
-	if (rc)
-		goto out;
-	a = args_new(sendbuf, recvbuf, count, dtype, op);
-	if (!a) {
-		rc = -ENOMEM;
-	} else if ((algo = choose(c, 1, count * ibmc__dtype_size(dtype))) ==
-		   IBMC__AR_MCAST || algo == IBMC__AR_SHM_MCAST) {
-		rc = mcast_allreduce(c, a, algo);
-	} else {
-		rc = start(c, task_ops(algo), a, algo, 0, &req);
-		if (!rc)
-			rc = ibmc__wait(&req);
-	}
-out:
+	a = rc ? NULL : args_new(sendbuf, recvbuf, count, dtype, op);
+	if (!rc)
+		rc = a ? start(c, a, &req) : -ENOMEM;
+	if (!rc)
+		rc = ibmc__wait(&req);
 	pthread_mutex_unlock(&c->ctx->lock);
 	return rc;
 }
@@ -233,7 +261,7 @@ int ibmc_iallreduce(ibmc_comm_t *c, const void *sendbuf, void *recvbuf,
 {
 	struct ibmc_request *req;
 	struct ibmc__ar_args *a;
-	int rc = check(c, sendbuf, recvbuf, count, dtype, op), algo;
+	int rc = check(c, sendbuf, recvbuf, count, dtype, op);
 
 	if (rc || !out)
 		return rc ? rc : -EINVAL;
@@ -244,14 +272,8 @@ int ibmc_iallreduce(ibmc_comm_t *c, const void *sendbuf, void *recvbuf,
 	pthread_mutex_lock(&c->ctx->lock);
 	rc = ibmc__switch_gate(c);
 	a = rc ? NULL : args_new(sendbuf, recvbuf, count, dtype, op);
-	if (!rc) {
-		algo = choose(c, 0, count * ibmc__dtype_size(dtype));
-		/* A non-blocking shm_mcast is one task: the result through
-		 * the node segments (the other algorithms ignore the
-		 * parameter). */
-		rc = a ? start(c, task_ops(algo), a, algo,
-			       IBMC__AR_SHM_IN_SEGMENT, req) : -ENOMEM;
-	}
+	if (!rc)
+		rc = a ? start(c, a, req) : -ENOMEM;
 	pthread_mutex_unlock(&c->ctx->lock);
 	if (rc) {
 		free(req);

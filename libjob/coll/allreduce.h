@@ -59,11 +59,6 @@ extern const struct ibmc__task_ops ibmc__allreduce_rab_ops;
 /* Reduces to rank 0 only (the first half of "mcast"). */
 extern const struct ibmc__task_ops ibmc__allreduce_tree_ops;
 
-/* args.param of the shm_mcast task: the result reaches each node through
- * its segment, from its leader (the leaders allreduce), not by multicast:
- * the non-blocking form, one task. */
-#define IBMC__AR_SHM_IN_SEGMENT 1
-
 /* Node shared-memory reduce, then the leaders' reduce (recursive doubling
  * for short vectors, reduce-scatter + gather for long ones) to rank 0 (the
  * first half of "shm_mcast"). */

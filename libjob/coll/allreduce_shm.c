@@ -10,12 +10,6 @@
  * each leader sends about 2 (L - 1) / L vectors, in pieces). Either way
  * rank 0 holds the result, which coll/allreduce.c multicasts to every
  * member. Only leaders touch the network before the result's multicast.
- *
- * With IBMC__AR_SHM_IN_SEGMENT (a non-blocking call, which cannot chain
- * the multicast: ibmc_allreduce(3), NOTES) the leaders allreduce instead
- * (recursive doubling, or reduce-scatter + allgather), so every leader
- * holds the result, and each puts it in its node's segment for its local
- * ranks: the whole call is this one task.
  */
 #include "config.h"
 
@@ -23,18 +17,16 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "common/clock.h"
 #include "common/log.h"
 #include "libjob/coll/allreduce.h"
 #include "libjob/comm.h"
 #include "libjob/reduce.h"
 #include "libjob/shm.h"
 #include "libjob/topo.h"
-#include "libjob/xfer.h"
 
 #define POLL_US 200
 
-enum { S_ATTACH, S_FREE, S_LOCAL, S_NET, S_RESULT, S_DONE };
+enum { S_ATTACH, S_FREE, S_LOCAL, S_NET, S_DONE };
 
 struct ars {
 	struct ibmc__ar_args *a;
@@ -45,9 +37,6 @@ struct ars {
 	int leader;
 	struct ibmc__task inner;	/* leaders: their reduce */
 	int inner_on;
-	int in_segment;			/* the result reaches the node through
-					 * the segment, not by multicast */
-	int64_t beat;			/* the leader's last beat seen */
 };
 
 /* What the node's ranks must agree on: the vector's bytes, its type and
@@ -74,7 +63,6 @@ static int start(struct ibmc__task *t)
 		return -ENOMEM;
 	s->shm = s->call.shm;
 	s->leader = s->topo->local_rank == 0;
-	s->in_segment = t->args.param == IBMC__AR_SHM_IN_SEGMENT;
 	return 0;
 }
 
@@ -92,9 +80,9 @@ static int write_in(struct ibmc__task *t, struct ars *s)
 		       s->a->buf, t->args.len);
 	f->len = agreement(t, s);
 	atomic_store_explicit(&f->written, s->call.stamp, memory_order_release);
-	/* A local rank is done with the segment now when the result comes
-	 * by the broadcast. */
-	if (!s->leader && !s->in_segment)
+	/* A local rank is done with the segment now: the result comes by
+	 * the broadcast. */
+	if (!s->leader)
 		atomic_store_explicit(&f->copied, s->call.stamp,
 				      memory_order_release);
 	return 0;
@@ -157,7 +145,7 @@ static int start_leaders(struct ibmc__task *t, struct ars *s)
 	ia->group = tp->leaders;
 	ia->gsize = tp->nnodes;
 	ia->grank = tp->my_node;
-	ia->to_root = !rd && !s->in_segment;
+	ia->to_root = !rd;
 	s->inner = *t;
 	s->inner.next = NULL;
 	s->inner.req = NULL;
@@ -166,48 +154,6 @@ static int start_leaders(struct ibmc__task *t, struct ars *s)
 	s->inner.priv = ia;
 	s->inner_on = 1;
 	return s->inner.ops->start(&s->inner);
-}
-
-/* The leader's network part moved (its transfers' last progress): its
- * node's ranks, waiting for the result, must not time out meanwhile. */
-static void leader_beat(struct ars *s)
-{
-	const struct ibmc__xfers *xs = s->inner.priv;
-
-	if (s->leader && s->inner_on && xs)
-		atomic_store_explicit(&s->shm->hdr->beat, xs->progress_ms,
-				      memory_order_relaxed);
-}
-
-/* The result through the segment: the leader puts it where its own vector
- * was (every local rank is done reading the vectors) and says so; the
- * others take it, and only then are done with the segment. */
-static int result(struct ibmc__task *t, struct ars *s)
-{
-	struct ibmc__shm_hdr *h = s->shm->hdr;
-	size_t len = t->args.len;
-	uint32_t word;
-	int rc;
-
-	if (!s->in_segment)
-		return 0;
-	if (s->leader) {
-		if (len)
-			memcpy(s->shm->data, s->a->buf, len);
-		atomic_store_explicit(&h->steps, (uint64_t)s->call.stamp << 32 |
-				      1, memory_order_release);
-		return 0;
-	}
-	rc = ibmc__shm_leader_word(&s->call, &s->beat, &word);
-	if (rc < 0)
-		return rc;
-	if (!rc || word != 1)
-		return IBMC_INPROGRESS;
-	if (len)
-		memcpy(s->a->buf, s->shm->data, len);
-	atomic_store_explicit(&h->flag[s->topo->local_rank].copied,
-			      s->call.stamp, memory_order_release);
-	return 0;
 }
 
 static int progress(struct ibmc__task *t, int64_t now)
@@ -235,10 +181,6 @@ static int progress(struct ibmc__task *t, int64_t now)
 		case S_NET:
 			rc = s->inner_on ?
 			     s->inner.ops->progress(&s->inner, now) : 0;
-			leader_beat(s);
-			break;
-		case S_RESULT:
-			rc = result(t, s);
 			break;
 		}
 		if (!rc) {
@@ -297,9 +239,6 @@ static void complete(struct ibmc__task *t, int rc)
 	if (!s)
 		return;
 	ibmc__shm_call_end(&s->call);
-	/* The whole call in one task: it counts itself. */
-	if (s->in_segment)
-		ibmc__ar_count(t->comm, rc, IBMC__AR_SHM_MCAST);
 	if (!rc || !s->shm)
 		return;
 	/* Tell the node at once rather than by its timeout. */

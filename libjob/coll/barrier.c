@@ -240,7 +240,7 @@ static int measure(struct ibmc_comm *c)
 		c->bar_algo = IBMC__BA_NWAY;
 	cache_add(c);
 out:
-	ibmc__inner_end(c, &mark, true);
+	ibmc__inner_end(c, &mark);
 	return rc;
 }
 
@@ -263,7 +263,7 @@ static int decide(struct ibmc_comm *c)
 	rc = ibmc__bcast_start(c, &cached, sizeof(cached), 0, &req);
 	if (!rc)
 		rc = ibmc__wait(&req);
-	ibmc__inner_end(c, &mark, true);
+	ibmc__inner_end(c, &mark);
 	if (rc)
 		return rc;
 	if (!cached)

@@ -149,7 +149,7 @@ static int t_start(struct ibmc__task *t)
 	if (b->node)
 		return ibmc__bnode_start(b->node, t, &b->op);
 	rc = ibmc__op_start(&b->op, t->comm, t->args.buf, t->args.len,
-			    t->args.root, t->algo);
+			    t->args.root, t->algo, t->seq);
 	/* ibmc__bcast_start_error: the data the root sends is wrong */
 	if (!rc && t->comm->rank == t->args.root)
 		b->op.error = t->args.param;
@@ -181,6 +181,10 @@ static void count(struct ibmc__task *t, struct bcast_task *b)
 	if (b->counted)
 		return;
 	b->counted = 1;
+	/* A stage of an allgather or allreduce is not a broadcast the
+	 * caller made (what it moved and repaired still counts). */
+	if (t->inner)
+		return;
 	c->st.bcasts++;
 	if (b->node) {
 		/* Every rank of a node counts what its leaders ran. */
@@ -365,9 +369,12 @@ static int start(struct ibmc_comm *c, void *buf, size_t len, int root,
 
 	req->comm = c;
 	if (c->size == 1) {
-		c->next_seq++;
-		c->st.bcasts++;
-		c->last_algo[IBMC__C_BCAST] = IBMC__A_BINOMIAL;
+		/* A stage's number was taken at its call. */
+		if (!req->reserved) {
+			c->next_seq++;
+			c->st.bcasts++;
+			c->last_algo[IBMC__C_BCAST] = IBMC__A_BINOMIAL;
+		}
 		req->done = 1;
 		req->rc = 0;
 		return 0;

@@ -155,15 +155,9 @@ void ibmc__inner_begin(const struct ibmc_comm *c, struct ibmc__inner_mark *m)
 	memcpy(m->last_param, c->last_param, sizeof(m->last_param));
 }
 
-void ibmc__inner_end(struct ibmc_comm *c, const struct ibmc__inner_mark *m,
-		     bool every)
+void ibmc__inner_end(struct ibmc_comm *c, const struct ibmc__inner_mark *m)
 {
-	if (every) {
-		c->st = m->st;
-	} else {
-		c->st.bcasts = m->st.bcasts;
-		c->st.mcast_bcasts = m->st.mcast_bcasts;
-	}
+	c->st = m->st;
 	memcpy(c->last_algo, m->last_algo, sizeof(c->last_algo));
 	memcpy(c->last_param, m->last_param, sizeof(c->last_param));
 }

@@ -9,7 +9,6 @@
 #ifndef IBMCAST_LIBJOB_COLL_COLL_H
 #define IBMCAST_LIBJOB_COLL_COLL_H
 
-#include <stdbool.h>
 #include <stddef.h>
 
 #include "ibmcast/ibmcast.h"
@@ -68,9 +67,11 @@ int ibmc__bcast_start(struct ibmc_comm *comm, void *buf, size_t len,
 int ibmc__bcast_start_error(struct ibmc_comm *comm, void *buf, size_t len,
 			    int root, int error, struct ibmc_request *req);
 
-/* A collective that runs others inside itself (the allgather's P
- * broadcasts, the barrier's measurement trials) takes a mark before and
- * gives it back after: what it ran is its own, not the caller's calls. */
+/* A collective that runs others inside itself (the barrier's
+ * measurement trials) takes a mark before and gives it back after: what
+ * it ran is its own, not the caller's calls, and work the caller never
+ * asked for. (A call of several stages marks its tasks inner instead,
+ * stages.h: other calls' tasks complete meanwhile.) */
 struct ibmc__inner_mark {
 	ibmc_comm_stats_t st;
 	int last_algo[IBMC__C_COUNT];
@@ -79,10 +80,8 @@ struct ibmc__inner_mark {
 
 void ibmc__inner_begin(const struct ibmc_comm *comm,
 		       struct ibmc__inner_mark *m);
-/* every: restore every counter (work the caller never asked for, such as
- * a measurement); else only the count of broadcasts, keeping what they
- * moved and repaired. The last algorithms are restored either way. */
+/* Restore every counter and the last algorithms. */
 void ibmc__inner_end(struct ibmc_comm *comm,
-		     const struct ibmc__inner_mark *m, bool every);
+		     const struct ibmc__inner_mark *m);
 
 #endif

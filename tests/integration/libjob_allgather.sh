@@ -9,8 +9,8 @@
 # communicators at once; the multicast algorithms really use the fabric's
 # multicast replication; node shared memory (shm_leader, auto's choice
 # when a node holds two ranks; mcast's one broadcast per node) on even,
-# uneven and cyclic placements; then
-# under 1%, 5% and 20% seeded loss with duplication and reordering.
+# uneven and cyclic placements; the non-blocking calls multicasting too;
+# then under 1%, 5% and 20% seeded loss with duplication and reordering.
 
 # shellcheck disable=SC1091
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
@@ -20,7 +20,7 @@
 COLL_CHECK=$top_builddir/tests/libjob/coll_check
 libjob_need
 need_file "$COLL_CHECK" "tests/libjob/coll_check"
-plan 85
+plan 89
 
 OUT=
 # run MSG NRANKS HOSTLIST [ibmcast-run options] -- [coll_check options]:
@@ -191,6 +191,21 @@ run "allreduce mcast: 16 ranks, 1 per node, 1 and 1000 elements" \
 rep=$(replicated)
 ok "$([ "${rep:-0}" -ge $((4 * 14)) ]; echo $?)" \
 	"  ... 4 results multicast: the fabric replicated $rep packets (>= $((4 * 14)))"
+# The non-blocking calls multicast as the blocking ones do.
+dp_ctl reset > /dev/null
+run "iallgather mcast: 16 ranks, 1 per node, 1 B and 4 KiB" 16 'node[1-16]' \
+	"${J[@]}" -- --coll allgather --algo mcast --sizes 1,4096 --reps 1 \
+	--nonblocking --expect mcast
+rep=$(replicated)
+ok "$([ "${rep:-0}" -ge $((2 * 16 * 14)) ]; echo $?)" \
+	"  ... 32 blocks multicast: the fabric replicated $rep packets (>= $((2 * 16 * 14)))"
+dp_ctl reset > /dev/null
+run "iallreduce auto: 10 ranks cyclic over 4 nodes (3+3+2+2), 1 and 1000 elements" \
+	10 'node[1-4]' -d cyclic "${J[@]}" -- --coll allreduce --sizes 1,1000 \
+	--reps 2 --case i64sum,dblsum --nonblocking --expect shm_mcast
+rep=$(replicated)
+ok "$([ "${rep:-0}" -ge $((8 * 2)) ]; echo $?)" \
+	"  ... 8 results multicast to 4 nodes: the fabric replicated $rep packets (>= $((8 * 2)))"
 dp_ctl reset > /dev/null
 run "allgather ring: 16 ranks, 1 per node" 16 'node[1-16]' "${J[@]}" -- \
 	--coll allgather --algo ring --sizes 1,4096 --reps 1 --expect ring

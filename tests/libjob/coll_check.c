@@ -4,7 +4,8 @@
  * or more communicators at once (one thread each), every result verified:
  * every block of every rank byte for byte, integer reductions exactly,
  * floating point ones within rounding of the rank-order sum and bit for bit
- * the same on every member. Uses only the public API; ranks come from
+ * the same on every member; by the blocking calls, or (--nonblocking) by
+ * the non-blocking ones and a wait. Uses only the public API; ranks come from
  * ibmc_bootstrap_default() (run it with ibmcast-run(1)). The bootstrap's own
  * allgather (not the library) gathers verdicts and result digests, so a
  * broken library cannot hide its failures.
@@ -69,6 +70,7 @@ struct opts {
 	int reps;
 	bool timing;
 	bool quiet;
+	bool nonblocking;	/* ibmc_iallgather/ibmc_iallreduce + wait */
 };
 
 /* One communicator's work, run by its own thread. */
@@ -93,7 +95,7 @@ static void usage(FILE *f)
 	fprintf(f,
 		"Usage: %s [--coll allgather|allreduce] [--algo NAME] [--sizes LIST]\n"
 		"          [--reps N] [--comms N] [--halves] [--case LIST]\n"
-		"          [--expect NAME] [--timing] [--quiet]\n"
+		"          [--expect NAME] [--nonblocking] [--timing] [--quiet]\n"
 		"Runs the collective for each size of LIST (allgather: bytes per\n"
 		"rank, default 0,1,100,4096,65537; allreduce: elements, default\n"
 		"0,1,7,1000,20000; K and M suffixes) --reps times on N communicators\n"
@@ -104,7 +106,8 @@ static void usage(FILE *f)
 		"exactly (integers) or within rounding of the rank-order result\n"
 		"(floating point), and the result bit for bit the same on every\n"
 		"member. --algo sets the algorithm (ring, recursive_doubling, mcast,\n"
-		"auto); --expect checks the one every call used. --timing: one\n"
+		"auto); --expect checks the one every call used. --nonblocking:\n"
+		"the non-blocking calls, each waited for at once. --timing: one\n"
 		"communicator, each call started together after a bootstrap barrier,\n"
 		"per size the median of the first start to the last return.\n"
 		"Exit 0 when every result on every rank was right, 1 if any was not,\n"
@@ -123,6 +126,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		{ "case", required_argument, NULL, 'k' },
 		{ "expect", required_argument, NULL, 'e' },
 		{ "timing", no_argument, NULL, 'T' },
+		{ "nonblocking", no_argument, NULL, 'N' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
@@ -136,7 +140,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 	o->ncomms = 1;
 	o->reps = 2;
 	o->ncases = 0;
-	while ((c = getopt_long(argc, argv, "C:a:s:n:c:Hk:e:Tqh", lo,
+	while ((c = getopt_long(argc, argv, "C:a:s:n:c:Hk:e:TNqh", lo,
 				NULL)) != -1) {
 		switch (c) {
 		case 'C':
@@ -183,6 +187,9 @@ static void parse_args(int argc, char **argv, struct opts *o)
 			break;
 		case 'T':
 			o->timing = true;
+			break;
+		case 'N':
+			o->nonblocking = true;
 			break;
 		case 'q':
 			o->quiet = true;
@@ -291,6 +298,29 @@ static void note_algo(struct job *j)
 	}
 }
 
+/* The call as --nonblocking asks: the blocking one, or the non-blocking
+ * one and a wait. */
+static int allgather(struct job *j, const void *send, void *recv,
+		     size_t len)
+{
+	ibmc_request_t *q;
+
+	if (!j->o->nonblocking)
+		return ibmc_allgather(j->comm, send, recv, len);
+	return ibmc_iallgather(j->comm, send, recv, len, &q) ?: ibmc_wait(&q);
+}
+
+static int allreduce(struct job *j, const void *send, void *recv,
+		     size_t count, ibmc_dtype_t dtype, ibmc_op_t op)
+{
+	ibmc_request_t *q;
+
+	if (!j->o->nonblocking)
+		return ibmc_allreduce(j->comm, send, recv, count, dtype, op);
+	return ibmc_iallreduce(j->comm, send, recv, count, dtype, op, &q) ?:
+	       ibmc_wait(&q);
+}
+
 /* One allgather; 0 when every block is right. */
 static int one_allgather(struct job *j, uint8_t *send, uint8_t *recv,
 			 size_t len, int rep, double *secs)
@@ -307,8 +337,7 @@ static int one_allgather(struct job *j, uint8_t *send, uint8_t *recv,
 	for (i = 0; i < len; i++)
 		mine[i] = pattern(seed, i);
 	t0 = now();
-	rc = ibmc_allgather(j->comm, in_place ? IBMC_IN_PLACE : send, recv,
-			    len);
+	rc = allgather(j, in_place ? IBMC_IN_PLACE : send, recv, len);
 	*secs = now() - t0;
 	note_algo(j);
 	if (rc) {
@@ -478,8 +507,8 @@ static int one_allreduce(struct job *j, uint8_t *send, uint8_t *recv,
 	if (!in_place)
 		memset(recv, 0xa5, len);
 	t0 = now();
-	rc = ibmc_allreduce(j->comm, in_place ? IBMC_IN_PLACE : send, recv,
-			    count, c->dtype, c->op);
+	rc = allreduce(j, in_place ? IBMC_IN_PLACE : send, recv, count,
+		       c->dtype, c->op);
 	*secs = now() - t0;
 	note_algo(j);
 	*digest = 0;

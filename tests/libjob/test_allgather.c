@@ -6,9 +6,11 @@
  * elements, in place and not, under 5% and 20% loss with duplication and
  * reordering; every rank's every block verified byte for byte, allreduce
  * results checked against the exact answer and bit for bit against rank
- * 0's (double and long double SUM, float PROD), non-blocking calls in flight together, and
- * mismatched counts, operations and block lengths reported on every rank
- * (never a wrong answer, never a timeout).
+ * 0's (double and long double SUM, float PROD), non-blocking calls in
+ * flight together (the multicast layouts too, mixed with blocking calls
+ * and broadcasts, on uneven nodes, under loss), and mismatched counts,
+ * operations and block lengths reported on every rank, by the blocking
+ * and the non-blocking calls (never a wrong answer, never a timeout).
  */
 #include "config.h"
 
@@ -18,6 +20,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "libjob/transport.h"
 #include "tests/libjob/lbjob.h"
@@ -353,6 +356,222 @@ static int nb(ibmc_context_t *ctx, int rank, void *arg)
 	return rc != 0;
 }
 
+/* --- non-blocking calls that multicast ------------------------------ */
+
+struct nbm {
+	const char *ag_algo, *ar_algo;	/* set on the communicator */
+	const char *ar_want;		/* what the allreduces must report */
+	const size_t *sizes;		/* one round per block length */
+	int nsizes;
+	int poll;			/* no progress thread; ibmc_test, not
+					 * ibmc_wait, moves the stages on */
+	atomic_int ok, bad;
+	char used_ag[MAXR][24], used_ar[MAXR][24];
+};
+
+/* What one rank holds for a round's calls. */
+struct nbm_bufs {
+	unsigned char *mine, *all, *all2, *bc, small[100], small_all[100 * MAXR];
+	int32_t *iv, *io;
+	int64_t mx[7];
+	size_t cnt;
+};
+
+static int nbm_alloc(struct nbm_bufs *b, size_t bl, int n)
+{
+	b->cnt = bl / 4;
+	b->mine = malloc(bl + 1);
+	b->all = malloc(bl * (size_t)n + 1);
+	b->all2 = malloc(bl * (size_t)n + 1);
+	b->bc = malloc(bl + 1);
+	b->iv = malloc(b->cnt * 4 + 4);
+	b->io = malloc(b->cnt * 4 + 4);
+	return b->mine && b->all && b->all2 && b->bc && b->iv && b->io ?
+	       0 : -ENOMEM;
+}
+
+static void nbm_free(struct nbm_bufs *b)
+{
+	free(b->mine);
+	free(b->all);
+	free(b->all2);
+	free(b->bc);
+	free(b->iv);
+	free(b->io);
+}
+
+/* Complete *q: by ibmc_wait, or by polling ibmc_test (bounded). */
+static int finish(ibmc_request_t **q, int poll)
+{
+	double end = lbjob_now() + 60;
+	int done = 0, rc = 0;
+
+	if (!poll)
+		return ibmc_wait(q);
+	while (!rc && !done && lbjob_now() < end) {
+		rc = ibmc_test(q, &done);
+		if (!rc && !done)
+			usleep(100);	/* the host's 2 cores are shared */
+	}
+	return rc ? rc : done ? 0 : -ETIMEDOUT;
+}
+
+/* A round's results, byte for byte: 0 or -EIO. */
+static int nbm_check(const struct nbm_bufs *b, size_t bl, int n, int root,
+		     size_t salt)
+{
+	size_t k;
+	int r;
+
+	for (r = 0; r < n; r++)
+		for (k = 0; k < bl; k++)
+			if (b->all[(size_t)r * bl + k] != byte_of(r, k, salt) ||
+			    b->all2[(size_t)r * bl + k] !=
+			    byte_of(r, k, salt + 1))
+				return -EIO;
+	for (k = 0; k < bl; k++)
+		if (b->bc[k] != byte_of(root, k, salt + 2))
+			return -EIO;
+	for (r = 0; r < n; r++)
+		for (k = 0; k < sizeof(b->small); k++)
+			if (b->small_all[(size_t)r * sizeof(b->small) + k] !=
+			    byte_of(r, k, salt + 3))
+				return -EIO;
+	for (k = 0; k < b->cnt; k++)
+		if (b->io[k] != (int32_t)(1000 * n * (n - 1) / 2 + n * (int)k))
+			return -EIO;
+	for (k = 0; k < 7; k++)
+		if (b->mx[k] != (int64_t)(n - 1) * 3 + (int64_t)k)
+			return -EIO;
+	return 0;
+}
+
+/*
+ * Per round: an iallgather, an iallreduce and an ibcast in flight, then a
+ * blocking allgather, an iallgather in place and a blocking allreduce
+ * among them; the non-blocking ones waited for out of order. Every byte
+ * checked; each non-blocking call's algorithm read after it alone
+ * completed, and the calls counted once each (a call's stages are not
+ * broadcasts or allgathers of their own).
+ */
+static int nbm_rank(ibmc_context_t *ctx, int rank, void *arg)
+{
+	struct nbm *p = arg;
+	int n = ibmc_context_size(ctx), i, rc = 0, root;
+	ibmc_comm_stats_t st0, st1;
+	ibmc_request_t *q[4];
+	ibmc_comm_t *c;
+	size_t k, bl;
+
+	if (ibmc_comm_create(ctx, NULL, 0, &c) ||
+	    ibmc_comm_set_algo(c, "allgather", p->ag_algo) ||
+	    ibmc_comm_set_algo(c, "allreduce", p->ar_algo))
+		return 1;
+	/* Alone first: what a non-blocking call of each runs. */
+	{
+		unsigned char one = (unsigned char)rank, ones[MAXR];
+		int32_t v = rank, sum = 0;
+
+		rc = ibmc_iallgather(c, &one, ones, 1, &q[0]) ?:
+		     finish(&q[0], p->poll);
+		snprintf(p->used_ag[rank], sizeof(p->used_ag[rank]), "%s",
+			 ibmc_comm_last_algo(c, "allgather"));
+		rc = rc ?: ibmc_iallreduce(c, &v, &sum, 1, IBMC_INT32,
+					   IBMC_SUM, &q[0]) ?:
+			  finish(&q[0], p->poll);
+		snprintf(p->used_ar[rank], sizeof(p->used_ar[rank]), "%s",
+			 ibmc_comm_last_algo(c, "allreduce"));
+		for (i = 0; !rc && i < n; i++)
+			if (ones[i] != i)
+				rc = -EIO;
+		if (!rc && sum != n * (n - 1) / 2)
+			rc = -EIO;
+	}
+	ibmc_comm_get_stats(c, &st0);
+	for (i = 0; !rc && i < p->nsizes; i++) {
+		struct nbm_bufs b = { 0 };
+		size_t salt = (size_t)i * 4;
+
+		bl = p->sizes[i];
+		root = i % n;
+		rc = nbm_alloc(&b, bl, n);
+		for (k = 0; !rc && k < bl; k++) {
+			b.mine[k] = byte_of(rank, k, salt);
+			b.all2[(size_t)rank * bl + k] = byte_of(rank, k, salt + 1);
+			b.bc[k] = rank == root ? byte_of(root, k, salt + 2) : 0;
+		}
+		for (k = 0; !rc && k < b.cnt; k++)
+			b.iv[k] = (int32_t)(rank * 1000 + (int)k);
+		for (k = 0; k < sizeof(b.small); k++)
+			b.small[k] = byte_of(rank, k, salt + 3);
+		for (k = 0; k < 7; k++)
+			b.mx[k] = (int64_t)rank * 3 + (int64_t)k;
+		rc = rc ?: ibmc_iallgather(c, b.mine, b.all, bl, &q[0]);
+		rc = rc ?: ibmc_iallreduce(c, b.iv, b.io, b.cnt, IBMC_INT32,
+					   IBMC_SUM, &q[1]);
+		rc = rc ?: ibmc_ibcast(c, b.bc, bl, root, &q[2]);
+		rc = rc ?: ibmc_allgather(c, b.small, b.small_all,
+					  sizeof(b.small));
+		rc = rc ?: ibmc_iallgather(c, IBMC_IN_PLACE, b.all2, bl, &q[3]);
+		rc = rc ?: ibmc_allreduce(c, IBMC_IN_PLACE, b.mx, 7,
+					  IBMC_INT64, IBMC_MAX);
+		rc = rc ?: finish(&q[3], p->poll) ?: finish(&q[1], p->poll) ?:
+		     finish(&q[2], p->poll) ?: finish(&q[0], p->poll);
+		rc = rc ?: nbm_check(&b, bl, n, root, salt);
+		if (rc)
+			fprintf(stderr, "# nbm rank %d round %d (%zu B): %s\n",
+				rank, i, bl, strerror(-rc));
+		nbm_free(&b);
+	}
+	ibmc_comm_get_stats(c, &st1);
+	if (!rc && (st1.allgathers - st0.allgathers !=
+		    3 * (uint64_t)p->nsizes ||
+		    st1.allreduces - st0.allreduces !=
+		    2 * (uint64_t)p->nsizes ||
+		    (n > 1 && st1.bcasts - st0.bcasts != (uint64_t)p->nsizes))) {
+		fprintf(stderr, "# nbm rank %d: counted %llu allgathers, %llu allreduces, %llu broadcasts\n",
+			rank, (unsigned long long)(st1.allgathers - st0.allgathers),
+			(unsigned long long)(st1.allreduces - st0.allreduces),
+			(unsigned long long)(st1.bcasts - st0.bcasts));
+		rc = -EIO;
+	}
+	atomic_fetch_add(rc ? &p->bad : &p->ok, 1);
+	return ibmc_comm_free(c) || rc;
+}
+
+static void nbm_case(int n, const int *nodes, const char *where,
+		     const char *ar_algo, const char *ar_want, uint32_t loss,
+		     const size_t *sizes, int nsizes, const char *what,
+		     int poll)
+{
+	struct ibmc_loopback_faults f = {
+		.loss_ppm = loss, .dup_ppm = loss ? 20000 : 0,
+		.reorder_ppm = loss ? 50000 : 0, .seed = 41 + loss + (uint64_t)n,
+	};
+	struct nbm p = { .ag_algo = "mcast", .ar_algo = ar_algo,
+			 .ar_want = ar_want, .sizes = sizes, .nsizes = nsizes,
+			 .poll = poll };
+	double t0 = lbjob_now();
+	int fails, r, same = 1;
+
+	lbjob_env(2, 2048);
+	if (nodes)
+		lbjob_nodes(nodes, n);
+	ibmc__loopback_set_faults(lbjob_hub(), &f);
+	setenv("IBMCAST_PROGRESS_THREAD", poll ? "0" : "1", 1);
+	fails = lbjob_run(n, nbm_rank, &p);
+	unsetenv("IBMCAST_PROGRESS_THREAD");
+	unsetenv("IBMCAST_LOOPBACK_NODES");
+	for (r = 0; r < n; r++)
+		same &= !strcmp(p.used_ag[r], "mcast") &&
+			!strcmp(p.used_ar[r], ar_want);
+	tap_ok(!fails && !p.bad && p.ok == n && same,
+	       "non-blocking multicast, %d ranks %s, allreduce %s, %.0f%% loss: iallgather used %s, iallreduce used %s (want mcast, %s); with ibcast, blocking calls, in place, out of order, %s: %d/%d ok, %s, %.2fs",
+	       n, where, ar_algo, loss / 1e4, p.used_ag[0], p.used_ar[0],
+	       ar_want, poll ? "no progress thread, completed by ibmc_test" :
+	       "ibmc_wait", (int)p.ok, n, what, lbjob_now() - t0);
+}
+
 static atomic_int mm_size, mm_inval, mm_other, mm_zero;
 static double mm_secs[8];
 
@@ -364,6 +583,9 @@ struct mm_case {
 	const char *what;
 };
 
+/* The calls are the non-blocking ones and a wait. */
+static int mm_nb;
+
 /* Members that disagree: every rank must fail with the error (the
  * collective runs to its end, the error travelling with the data), none
  * may return a result, none may wait for the timeout. */
@@ -371,6 +593,7 @@ static int mismatch(ibmc_context_t *ctx, int rank, void *arg)
 {
 	const struct mm_case *k = arg;
 	int32_t v[64] = { 0 }, out[64 * 8];
+	ibmc_request_t *q;
 	ibmc_comm_t *c;
 	double t0;
 	int rc;
@@ -379,7 +602,14 @@ static int mismatch(ibmc_context_t *ctx, int rank, void *arg)
 		return 1;
 	ibmc_comm_set_algo(c, k->coll, k->algo);
 	t0 = lbjob_now();
-	if (!strcmp(k->coll, "allgather"))
+	if (mm_nb && !strcmp(k->coll, "allgather"))
+		rc = ibmc_iallgather(c, v, out, rank == 1 ? 128 : 256, &q) ?:
+		     ibmc_wait(&q);
+	else if (mm_nb)
+		rc = ibmc_iallreduce(c, v, out, k->op || rank != 1 ? 64 : 32,
+				     IBMC_INT32, k->op && rank == 1 ?
+				     IBMC_MAX : IBMC_SUM, &q) ?: ibmc_wait(&q);
+	else if (!strcmp(k->coll, "allgather"))
 		rc = ibmc_allgather(c, v, out, rank == 1 ? 128 : 256);
 	else if (!k->op)
 		rc = ibmc_allreduce(c, v, out, rank == 1 ? 32 : 64,
@@ -395,22 +625,33 @@ static int mismatch(ibmc_context_t *ctx, int rank, void *arg)
 	return 0;
 }
 
-static void mismatch_case(const struct mm_case *k, int n)
+/* nodes: rank r on node nodes[r] (NULL: all on one); where: says so. */
+static void mismatch_on(const struct mm_case *k, int n, const int *nodes,
+			const char *where)
 {
 	double worst = 0;
 	int i;
 
 	mm_size = mm_inval = mm_other = mm_zero = 0;
 	lbjob_env(2, 2048);
+	if (nodes)
+		lbjob_nodes(nodes, n);
 	lbjob_run(n, mismatch, (void *)k);
+	unsetenv("IBMCAST_LOOPBACK_NODES");
 	for (i = 0; i < n; i++)
 		if (mm_secs[i] > worst)
 			worst = mm_secs[i];
 	tap_ok((k->want == -EMSGSIZE ? mm_size : mm_inval) == n && worst < 1.5,
-	       "%s %s, %s on rank 1 of %d: every rank fails with %s, none times out (%d EMSGSIZE, %d EINVAL, %d other errors, %d results; slowest %.3fs, timeout 2s)",
-	       k->algo, k->coll, k->what, n, k->want == -EMSGSIZE ?
+	       "%s %s%s, %s on rank 1 of %d%s: every rank fails with %s, none times out (%d EMSGSIZE, %d EINVAL, %d other errors, %d results; slowest %.3fs, timeout 2s)",
+	       k->algo, mm_nb ? "i" : "", k->coll, k->what, n, where,
+	       k->want == -EMSGSIZE ?
 	       "EMSGSIZE" : "EINVAL", (int)mm_size, (int)mm_inval,
 	       (int)mm_other, (int)mm_zero, worst);
+}
+
+static void mismatch_case(const struct mm_case *k, int n)
+{
+	mismatch_on(k, n, NULL, "");
 }
 
 int main(void)
@@ -435,6 +676,14 @@ int main(void)
 	};
 	static const size_t big[] = { 16u << 20 }, big_count[] = { 2u << 20 },
 			    small[] = { 0, 1, 3000 };
+	static const size_t nb_sizes[] = { 0, 1, 3000, 200000 },
+			    nb_small[] = { 0, 100, 70001 },
+			    nb_big[] = { 4u << 20 };
+	static const int uneven12[] = { 0, 1, 0, 2, 0, 0, 2, 0, 0, 2, 0, 0 },
+			 uneven7[] = { 3, 0, 1, 2, 0, 3, 3 },
+			 two4[] = { 0, 0, 1, 1 },
+			 one_per[] = { 0, 1, 2, 3, 4, 5 },
+			 one_per7[] = { 0, 1, 2, 3, 4, 5, 6 };
 	int nodes64[64];
 	unsigned i, j;
 	int fails;
@@ -476,11 +725,53 @@ int main(void)
 	fails = lbjob_run(6, nb, NULL);
 	tap_ok(!fails, "iallreduce, iallgather and ibarrier in flight together, waited in reverse order");
 
+	/* The non-blocking calls take the blocking calls' multicast
+	 * layouts: one rank per node, several (uneven, the first rank not
+	 * on the first node), under loss, 0 B to 4 MiB; and with no
+	 * progress thread, ibmc_test alone moving the stages on. */
+	nbm_case(1, one_per, "alone", "mcast", "mcast", 0, nb_small, 3,
+		 "0 B..70001 B", 0);
+	nbm_case(6, one_per, "one per node", "auto", "mcast", 0, nb_sizes, 4,
+		 "0 B..200 kB", 0);
+	nbm_case(5, one_per, "one per node", "mcast", "mcast", 50000,
+		 nb_sizes, 4, "0 B..200 kB", 0);
+	nbm_case(6, NULL, "on one node", "auto", "shm_mcast", 0, nb_small, 3,
+		 "0 B..70001 B", 0);
+	nbm_case(12, uneven12, "on nodes of 8+1+3 interleaved", "auto",
+		 "shm_mcast", 0, nb_small, 3, "0 B..70001 B", 0);
+	nbm_case(12, uneven12, "on nodes of 8+1+3 interleaved", "auto",
+		 "shm_mcast", 0, nb_small, 3, "0 B..70001 B", 1);
+	nbm_case(7, uneven7, "on nodes of 2+1+1+3, rank 0 not on node 0",
+		 "shm_mcast", "shm_mcast", 50000, nb_small, 3, "0 B..70001 B",
+		 0);
+	nbm_case(4, two4, "two per node", "mcast", "mcast", 0, nb_big, 1,
+		 "4 MiB blocks", 0);
+	nbm_case(5, one_per, "one per node", "mcast", "mcast", 0, nb_sizes, 4,
+		 "0 B..200 kB", 1);
+
 	setenv("IBMCAST_BCAST_TIMEOUT_MS", "2000", 1);
 	for (i = 0; i < sizeof(mm_cases) / sizeof(mm_cases[0]); i++) {
 		mismatch_case(&mm_cases[i], 4);
 		mismatch_case(&mm_cases[i], 7);
 	}
+	/* The multicast ones through the non-blocking calls too, and on
+	 * nodes: rank 1's node-mate sees the disagreement in the segment,
+	 * the other node only through the broadcasts; with one rank per
+	 * node, one broadcast each. */
+	for (j = 0; j < 2; j++) {
+		mm_nb = (int)j;
+		for (i = 0; i < sizeof(mm_cases) / sizeof(mm_cases[0]); i++) {
+			if (strcmp(mm_cases[i].algo, "mcast"))
+				continue;
+			if (mm_nb) {
+				mismatch_case(&mm_cases[i], 4);
+				mismatch_case(&mm_cases[i], 7);
+			}
+			mismatch_on(&mm_cases[i], 4, two4, ", 2 per node");
+			mismatch_on(&mm_cases[i], 7, one_per7, ", 1 per node");
+		}
+	}
+	mm_nb = 0;
 
 	/* The one rule the MPI integrations ask before taking a call. */
 	tap_ok(!ibmc_op_valid(IBMC_SUM, IBMC_LONG_DOUBLE) &&

@@ -408,9 +408,9 @@ struct nbplan {
 
 /* Three iallgathers (the second needs a larger segment than the first
  * made), two iallreduces (16 and 20000 elements: the leaders' recursive
- * doubling, and reduce-scatter + allgather; the result through the node
- * segments) and an ibarrier in flight at once, waited for in reverse
- * order; every block and element checked. */
+ * doubling, and reduce-scatter + gather; the result by multicast) and an
+ * ibarrier in flight at once, waited for in reverse order; every block
+ * and element checked. */
 static int nb(ibmc_context_t *ctx, int rank, void *arg)
 {
 	static const size_t sizes[] = { 100, 70001, 5 };
