@@ -20,6 +20,7 @@
 #include "libjob/mcast_switch.h"
 #include "libjob/model.h"
 #include "libjob/prune.h"
+#include "libjob/pool_keep.h"
 #include "libjob/task.h"
 
 /* Completed tasks kept per communicator to answer late packets, and for
@@ -301,6 +302,11 @@ int64_t ibmc__progress_all(struct ibmc_context *ctx, int64_t now)
 	}
 	if (ctx->widens)
 		ibmc__widen_poll(ctx);
+	if (ctx->pk) {
+		td = ibmc__pk_progress(ctx, now);
+		if (td < d)
+			d = td;
+	}
 	return d;
 }
 
