@@ -5,7 +5,8 @@
 # plane's SA proxy and test them by multicast before use. For each: the
 # broadcasts are byte-exact, multicast is used after testing (lazy:
 # point-to-point before), the SA holds the group while the communicator
-# uses it and no longer after free (pool: after finalize). Then testing
+# uses it and no longer after free (pool: the taken group at free, the
+# others after finalize). Then testing
 # that cannot succeed (the fabric drops all multicast, few tries) leaves
 # the communicator on point-to-point with its reason and correct results.
 
@@ -40,6 +41,11 @@ own_groups() {
 
 none_held() {
 	[ -z "$(own_groups "$1")" ]
+}
+
+# held_count DIR N: the SA holds N of the run's groups.
+held_count() {
+	[ "$(own_groups "$1" | wc -l)" = "$2" ]
 }
 
 # created DIR: how many groups the run in DIR created.
@@ -85,7 +91,7 @@ modes_check_held() {
 		# it at free. The pool's others, and the keeper's
 		# replacement for the taken one, stay until finalize.
 		n=$(created "$dir")
-		wait_until 30 test "$(own_groups "$dir" | wc -l)" = $((n - 1))
+		wait_until 30 held_count "$dir" $((n - 1))
 		freed=$(own_groups "$dir" | wc -l)
 		ok "$([ "$n" -ge 2 ] && [ "$freed" = $((n - 1)) ]; echo $?)" \
 			"$name: the taken group left the SA at free, the pool's other $((n - 1)) stay ($freed of $n created)"
