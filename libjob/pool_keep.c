@@ -223,11 +223,13 @@ static void rank_grant(struct ibmc__pk *pk, const struct ibmc__hdr *h,
 		return;		/* malformed: not ours to act on */
 	s = slot != NONE ? &ctx->own_pool[slot] : NULL;
 	if (s && s->empty) {
+		/* Not NONE: a member must not go lazy alone (the others
+		 * multicast on the group); it finds no group to take and
+		 * stays point-to-point, which unicast repairs cover. */
 		ibmc_log(IBMC_LOG_WARN,
 			 "libibmcast: rank %d: the keeper gave slot %u of the job's own pool to communicator %08x, but this rank holds no group there",
 			 ctx->rank, slot, h->seq);
 		s = NULL;
-		slot = NONE;
 	}
 	if (s && bit(mask, ctx->rank)) {
 		v = calloc(1, sizeof(*v));
