@@ -431,8 +431,6 @@ static void ranks_text(const unsigned char *flag, int size, int want,
 		snprintf(buf + off, len - off, " and %d more", n - 4);
 }
 
-static void repl_next(struct ibmc__pk *pk);
-
 static void repl_end(struct ibmc__pk *pk)
 {
 	free(pk->r.done);
@@ -463,7 +461,6 @@ static void repl_fail(struct ibmc__pk *pk, const char *fmt, ...)
 	drop_group(ctx, &pk->pend.g, &pk->pend.ghandle, &pk->pend.joined);
 	pk->k[pk->r.slot] = K_LOST;
 	repl_end(pk);
-	repl_next(pk);
 }
 
 /* Create the slot's new group through the SA, and start inviting. */
@@ -521,6 +518,8 @@ static void repl_start(struct ibmc__pk *pk, int slot)
 	pk->r.next_us = ibmc__task_now();
 }
 
+/* The next taken slot, one at a time (from progress only: its SA create
+ * blocks). */
 static void repl_next(struct ibmc__pk *pk)
 {
 	int s;
@@ -670,9 +669,10 @@ static void keeper_take(struct ibmc__pk *pk, int src, uint32_t id,
 			 "libibmcast: rank %d: the job's own pool: slot %u to communicator %08x (%d members); its other nodes leave the group",
 			 ctx->rank, slot, id, nm);
 	}
+	/* The replacement starts at the next progress: its SA create is
+	 * not the new communicator's to wait for (the keeper may be its
+	 * rank 0). */
 	notice_send(pk, n);
-	if (slot != NONE)
-		repl_next(pk);
 }
 
 static void input(struct ibmc__pk *pk, const struct ibmc__hdr *h,
@@ -768,7 +768,6 @@ static void notice_done(struct ibmc__pk *pk, struct notice *n)
 				 ctx->rank, pk->r.mgid, pk->r.slot);
 		}
 		repl_end(pk);
-		repl_next(pk);
 	}
 }
 
@@ -805,6 +804,8 @@ int64_t ibmc__pk_progress(struct ibmc_context *ctx, int64_t now)
 			d = n->next_us;
 		pp = &n->next;
 	}
+	if (pk->r.phase == R_IDLE && pk->hc->rank == KEEPER)
+		repl_next(pk);
 	if (pk->r.phase == R_INVITE || pk->r.phase == R_PING) {
 		if (now >= pk->r.next_us) {
 			pk->r.next_us = now + pk->period_us;
