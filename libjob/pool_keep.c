@@ -101,6 +101,7 @@ struct ibmc__pk {
 		int ghandle, joined;
 		uint32_t gen;
 	} pend;
+	uint32_t filled_gen;		/* the last one that filled a slot */
 	/* Keeper. */
 	struct ring answered;
 	enum kslot k[IBMC__MAX_GROUPS];
@@ -215,9 +216,11 @@ static void rank_grant(struct ibmc__pk *pk, const struct ibmc__hdr *h,
 	char text[IBMC_MGID_STRLEN];
 	uint32_t slot = h->b;
 
-	pk_send(pk, KEEPER, P_GACK, h->seq, 0, NULL, 0);
-	if (ring_find(&pk->heard, h->seq, NULL))
-		return;		/* a repetition */
+	if (ring_find(&pk->heard, h->seq, NULL)) {
+		/* A repetition: our acknowledgement was lost. */
+		pk_send(pk, KEEPER, P_GACK, h->seq, 0, NULL, 0);
+		return;
+	}
 	if (plen < pk->mlen ||
 	    (slot != NONE && slot >= (uint32_t)ctx->own_npool))
 		return;		/* malformed: not ours to act on */
@@ -234,7 +237,7 @@ static void rank_grant(struct ibmc__pk *pk, const struct ibmc__hdr *h,
 	if (s && bit(mask, ctx->rank)) {
 		v = calloc(1, sizeof(*v));
 		if (!v)
-			return;	/* unheard: the keeper asks again */
+			return;	/* unacknowledged: the keeper resends */
 		v->id = h->seq;
 		v->slot = (int)slot;
 		v->g = s->g;
@@ -261,6 +264,7 @@ static void rank_grant(struct ibmc__pk *pk, const struct ibmc__hdr *h,
 		s->joined = 0;
 	}
 	ring_add(&pk->heard, h->seq, slot);
+	pk_send(pk, KEEPER, P_GACK, h->seq, 0, NULL, 0);
 }
 
 static void rank_invite(struct ibmc__pk *pk, const struct ibmc__hdr *h,
@@ -272,10 +276,13 @@ static void rank_invite(struct ibmc__pk *pk, const struct ibmc__hdr *h,
 	struct ibmc_tr_group g;
 	int rc, joined = 0;
 
-	if (pk->pend.ghandle >= 0 && pk->pend.gen == h->seq) {
+	if (pk->pend.gen == h->seq &&
+	    (pk->pend.ghandle >= 0 || pk->filled_gen == h->seq)) {
 		pk_send(pk, KEEPER, P_JOINED, h->seq, 0, NULL, 0);
 		return;
 	}
+	if ((int32_t)(h->seq - pk->pend.gen) < 0)
+		return;		/* a late copy of an older invitation */
 	/* An older replacement the keeper gave up (its DROP lost). */
 	drop_group(ctx, &pk->pend.g, &pk->pend.ghandle, &pk->pend.joined);
 	rc = -EBADMSG;
@@ -332,6 +339,7 @@ static void rank_fill(struct ibmc__pk *pk, const struct ibmc__hdr *h)
 	s->empty = 0;
 	pk->pend.ghandle = -1;
 	pk->pend.joined = 0;
+	pk->filled_gen = h->seq;
 }
 
 /* ---- the keeper ----------------------------------------------------------- */
