@@ -26,7 +26,8 @@
 #include "libjob/task.h"
 
 #define SILENCE_DEFAULT_MS 60000
-#define RECENT 64		/* answers remembered, for repeated asks */
+#define RECENT 256		/* answers remembered: repeated asks, grants
+				 * heard before their communicator exists */
 #define NONE 0xffffffffu	/* "no slot": the pool is empty */
 #define KEEPER 0		/* world rank (and hidden rank) of the keeper */
 
@@ -149,6 +150,20 @@ static void ring_add(struct ring *g, uint32_t id, uint32_t slot)
 static void input(struct ibmc__pk *pk, const struct ibmc__hdr *h,
 		  const unsigned char *payload, size_t plen, int is_mcast);
 
+static void pk_hdr(const struct ibmc__pk *pk, struct ibmc__hdr *h, int op,
+		   uint32_t seq, uint32_t b)
+{
+	memset(h, 0, sizeof(*h));
+	h->kind = IBMC__K_POOL;
+	h->coll = IBMC__C_POOL;
+	h->comm_id = pk->hc->id;
+	h->version = pk->hc->version;
+	h->src = (uint32_t)pk->hc->rank;
+	h->seq = seq;
+	h->a = (uint32_t)op;
+	h->b = b;
+}
+
 /* To world rank `to`; the keeper's messages to itself are handled at once
  * (the transport does not loop a rank's datagrams back to it). */
 static void pk_send(struct ibmc__pk *pk, int to, int op, uint32_t seq,
@@ -156,15 +171,7 @@ static void pk_send(struct ibmc__pk *pk, int to, int op, uint32_t seq,
 {
 	struct ibmc__hdr h;
 
-	memset(&h, 0, sizeof(h));
-	h.kind = IBMC__K_POOL;
-	h.coll = IBMC__C_POOL;
-	h.comm_id = pk->hc->id;
-	h.version = pk->hc->version;
-	h.src = (uint32_t)pk->hc->rank;
-	h.seq = seq;
-	h.a = (uint32_t)op;
-	h.b = b;
+	pk_hdr(pk, &h, op, seq, b);
 	if (to == pk->hc->rank)
 		input(pk, &h, payload, plen, 0);
 	else
@@ -557,6 +564,7 @@ static void repl_fill(struct ibmc__pk *pk)
 static void repl_round(struct ibmc__pk *pk)
 {
 	struct ibmc_comm *hc = pk->hc;
+	struct ibmc__hdr h;
 	char who[96];
 	int r;
 
@@ -594,24 +602,12 @@ static void repl_round(struct ibmc__pk *pk)
 		return;
 	}
 	pk->r.tries++;
-	{
-		struct ibmc__hdr h;
-
-		memset(&h, 0, sizeof(h));
-		h.kind = IBMC__K_POOL;
-		h.coll = IBMC__C_POOL;
-		h.comm_id = hc->id;
-		h.version = hc->version;
-		h.src = (uint32_t)hc->rank;
-		h.seq = pk->r.gen;
-		h.a = P_PING;
-		h.b = (uint32_t)pk->r.tries;
-		/* The hidden communicator never multicasts otherwise: it
-		 * lends its handle to the group under test. */
-		hc->ghandle = pk->pend.ghandle;
-		ibmc__mcast_pkt(hc, &h, NULL, 0);
-		hc->ghandle = -1;
-	}
+	pk_hdr(pk, &h, P_PING, pk->r.gen, (uint32_t)pk->r.tries);
+	/* The hidden communicator never multicasts otherwise: it lends its
+	 * handle to the group under test. */
+	hc->ghandle = pk->pend.ghandle;
+	ibmc__mcast_pkt(hc, &h, NULL, 0);
+	hc->ghandle = -1;
 }
 
 static void repl_answer(struct ibmc__pk *pk, const struct ibmc__hdr *h)
