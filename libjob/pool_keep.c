@@ -349,7 +349,7 @@ static void rank_fill(struct ibmc__pk *pk, const struct ibmc__hdr *h)
 	pk->filled_gen = h->seq;
 }
 
-/* ---- the keeper ----------------------------------------------------------- */
+/* ---- the keeper ------------------------------------------------------- */
 
 static struct notice *notice_new(struct ibmc__pk *pk, int op, uint32_t seq,
 				 uint32_t b, const void *payload, size_t plen,
@@ -821,7 +821,7 @@ int64_t ibmc__pk_progress(struct ibmc_context *ctx, int64_t now)
 	return d;
 }
 
-/* ---- a communicator's members ---------------------------------------------- */
+/* ---- a communicator's members ------------------------------------------ */
 
 struct heard_arg {
 	struct ibmc__pk *pk;
