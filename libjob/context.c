@@ -21,6 +21,7 @@
 #include "libjob/context.h"
 #include "libjob/dispatch.h"
 #include "libjob/mode.h"
+#include "libjob/pool_keep.h"
 #include "libjob/prune.h"
 #include "libjob/task.h"
 #include "libjob/topo.h"
@@ -218,8 +219,16 @@ int ibmc_init(const ibmc_bootstrap_t *bs, ibmc_context_t **out)
 		goto err_lock;
 	ibmc__pool_attach(ctx);
 	ibmc__progress_start(ctx);
-	if (ctx->env.comm_mode == IBMC__MODE_POOL)
+	if (ctx->env.comm_mode == IBMC__MODE_POOL) {
+		/* The keeper's channel first: the pool's groups are built
+		 * over every rank, like it. */
+		rc = ibmc__pk_open(ctx);
+		if (rc)
+			snprintf(ctx->own_pool_why, sizeof(ctx->own_pool_why),
+				 "no keeper: its hidden communicator failed: %s",
+				 strerror(-rc));
 		ibmc__own_pool_build(ctx);	/* seed 000: at init */
+	}
 	if (ctx->mcast_err && ctx->env.comm_mode == IBMC__MODE_SM)
 		ibmc_log(IBMC_LOG_INFO,
 			 "libibmcast: rank %d: multicast off: %s", ctx->rank,
@@ -256,6 +265,7 @@ int ibmc_finalize(ibmc_context_t *ctx)
 	ibmc__drain(ctx, ctx->env.timeout_ms && ctx->env.timeout_ms <
 			 DRAIN_OWED_MAX_MS ? ctx->env.timeout_ms :
 			 DRAIN_OWED_MAX_MS, DRAIN_MAX_MS);
+	ibmc__pk_free(ctx);
 	while (ctx->comms)
 		ibmc__comm_destroy(ctx->comms);
 	ibmc__widen_free_all(ctx);

@@ -18,6 +18,7 @@
 struct ibmc_comm;
 struct ibmc__early;
 struct ibmc__reshape_req;
+struct ibmc__pk;
 
 /* Node names longer than this are not sent round (prune needs them; a
  * hostlist name is at most 63 bytes). */
@@ -52,8 +53,10 @@ struct ibmc_context {
 		struct ibmc_tr_group g;
 		int ghandle;		/* this rank's attachment */
 		int joined;		/* this rank joined it: leave */
-		int used;		/* taken by a communicator */
+		int empty;		/* its group was taken by a
+					 * communicator and not replaced yet */
 	} own_pool[IBMC__MAX_GROUPS];
+	struct ibmc__pk *pk;		/* its keeper's messages (pool_keep.h) */
 	int own_npool;
 	char own_pool_why[200];		/* why the pool is smaller, if it is */
 

@@ -9,6 +9,7 @@
 #include "libjob/dispatch.h"
 #include "libjob/mcast_switch.h"
 #include "libjob/model.h"
+#include "libjob/pool_keep.h"
 #include "libjob/stages.h"
 #include "libjob/task.h"
 
@@ -82,6 +83,10 @@ static void comm_input(struct ibmc_comm *comm, const void *data, size_t len,
 	plen = len > h.hlen ? len - h.hlen : 0;
 	if (h.coll == IBMC__C_SWITCH) {
 		ibmc__switch_input(comm, &h, p + h.hlen, plen);
+		return;
+	}
+	if (h.coll == IBMC__C_POOL) {
+		ibmc__pk_input(comm, &h, p + h.hlen, plen, is_mcast);
 		return;
 	}
 	t = ibmc__task_find(comm, h.seq, &lingering);

@@ -48,6 +48,7 @@ libjob_libibmcast_core_la_SOURCES = \
 	libjob/tr_registry.c \
 	libjob/tr_loopback.c \
 	libjob/mode.c libjob/mode.h \
+	libjob/pool_keep.c libjob/pool_keep.h \
 	libjob/mcast_test.c libjob/mcast_test.h \
 	libjob/mcast_switch.c libjob/mcast_switch.h \
 	libjob/grow.c libjob/grow.h \

@@ -15,10 +15,11 @@
 #include "libjob/mcast_switch.h"
 #include "libjob/mcast_test.h"
 #include "libjob/mode.h"
+#include "libjob/pool_keep.h"
 
 /* Whether this rank is the lowest of c's ranks on its node: the one that
  * joins for the node (an SA join is per port, not per QP). */
-static int node_leader(const struct ibmc_comm *c)
+int ibmc__own_node_leader(const struct ibmc_comm *c)
 {
 	const struct ibmc_context *ctx = c->ctx;
 	uint32_t mine = ctx->node[ctx->rank];
@@ -54,7 +55,7 @@ int ibmc__mode_join(struct ibmc_comm *c, uint16_t mlid, uint32_t mtu)
 	ibmc__mgid_derive_own(ctx->env.job, ctx->own_nonce, c->id, 0xffff,
 			      j.mgid);
 	ibmc__mgid_format(j.mgid, mgid);
-	if (c->rank == 0 || node_leader(c)) {
+	if (c->rank == 0 || ibmc__own_node_leader(c)) {
 		j.create = c->rank == 0;
 		rc = ctx->ops->mcast_join(ctx->tr, &j, &g);
 		if (rc) {
@@ -93,27 +94,6 @@ int ibmc__mode_join(struct ibmc_comm *c, uint16_t mlid, uint32_t mtu)
 	return 0;
 }
 
-/* A tested group of the job's own pool, at once; -ENOSPC when none. */
-static int take_own(struct ibmc_comm *c)
-{
-	struct ibmc_context *ctx = c->ctx;
-	int s;
-
-	for (s = 0; s < ctx->own_npool; s++)
-		if (!ctx->own_pool[s].used)
-			break;
-	if (s == ctx->own_npool)
-		return -ENOSPC;
-	ctx->own_pool[s].used = 1;
-	c->own_slot = s;
-	c->own = ctx->own_pool[s].g;
-	c->ghandle = ctx->own_pool[s].ghandle;
-	c->gmtu = c->own.mtu ? c->own.mtu : ctx->mtu;
-	c->mcast_err = 0;
-	c->mcast_why = NULL;
-	return 0;
-}
-
 int ibmc__mode_start(struct ibmc_comm *c)
 {
 	struct ibmc_context *ctx = c->ctx;
@@ -128,8 +108,22 @@ int ibmc__mode_start(struct ibmc_comm *c)
 		return 0;
 	}
 	if (c->mode == IBMC__MODE_POOL) {
-		if (!take_own(c))
+		/* The keeper's word, a round trip or two: no SA join and no
+		 * test here. */
+		rc = ibmc__pk_take(c);
+		if (!rc) {
+			c->mcast_err = 0;
+			c->mcast_why = NULL;
 			return 0;
+		}
+		if (rc != -ENOSPC) {
+			c->mcast_err = rc;
+			c->mcast_why = c->why_buf;
+			ibmc_log(IBMC_LOG_INFO,
+				 "libibmcast: rank %d: communicator %08x stays point-to-point: %s",
+				 ctx->rank, c->id, c->why_buf);
+			return rc == -ENOMEM ? rc : 0;
+		}
 		/* Seed 000: pool empty -> lazy. */
 		ibmc_log(IBMC_LOG_INFO,
 			 "libibmcast: rank %d: communicator %08x: the job's own pool is empty%s%s; testing a new group lazily",
@@ -156,7 +150,7 @@ int ibmc__mode_start(struct ibmc_comm *c)
 
 /* The SA leave of a group this rank joined; a failure is only logged (the
  * group then lives on at the SA, as after a crash). */
-static void leave(struct ibmc_context *ctx, const uint8_t mgid[16])
+void ibmc__own_leave(struct ibmc_context *ctx, const uint8_t mgid[16])
 {
 	char text[IBMC_MGID_STRLEN];
 	int rc = ctx->ops->mcast_leave(ctx->tr, mgid);
@@ -173,20 +167,16 @@ void ibmc__mode_release(struct ibmc_comm *c)
 {
 	struct ibmc_context *ctx = c->ctx;
 
-	if (c->own_slot >= 0) {
-		/* The group still spans every node: back to the pool. */
-		ctx->own_pool[c->own_slot].used = 0;
-		c->own_slot = -1;
-		c->ghandle = -1;
-		return;
-	}
+	/* A group taken from the job's own pool is the communicator's (its
+	 * other nodes left it at the taking, pool_keep.c): left like one it
+	 * made itself, never back to the pool. */
 	if (c->group < 0 && c->ghandle >= 0) {
 		ctx->ops->mcast_detach(ctx->tr, c->ghandle);
 		c->ghandle = -1;
 	}
 	if (c->own_joined) {
 		c->own_joined = 0;
-		leave(ctx, c->own.mgid);
+		ibmc__own_leave(ctx, c->own.mgid);
 	}
 }
 
@@ -219,7 +209,7 @@ void ibmc__own_pool_build(struct ibmc_context *ctx)
 		s->g = c->own;
 		s->ghandle = c->ghandle;
 		s->joined = c->own_joined;
-		s->used = 0;
+		s->empty = 0;
 		/* The pool owns the group now. */
 		c->ghandle = -1;
 		c->own_joined = 0;
@@ -241,9 +231,11 @@ void ibmc__own_pool_free(struct ibmc_context *ctx)
 
 	for (i = 0; i < ctx->own_npool; i++) {
 		s = &ctx->own_pool[i];
+		if (s->empty)
+			continue;	/* taken, not replaced (yet) */
 		ctx->ops->mcast_detach(ctx->tr, s->ghandle);
 		if (s->joined)
-			leave(ctx, s->g.mgid);
+			ibmc__own_leave(ctx, s->g.mgid);
 	}
 	ctx->own_npool = 0;
 }

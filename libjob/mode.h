@@ -17,8 +17,9 @@
 
 /* Give a communicator of mode basic, lazy or pool its group (ctx->lock
  * held, c already in ctx->comms): pool takes a tested group of the job's
- * own pool at once; lazy starts testing in the background (point-to-point
- * until it succeeds); basic tests before returning. Never fails the
+ * own pool at once (its keeper's word, pool_keep.h); lazy starts testing
+ * in the background (point-to-point until it succeeds); basic tests
+ * before returning. Never fails the
  * communicator: multicast trouble leaves it point-to-point with a reason.
  * 0, or -errno for what fails the creation itself (out of memory). */
 int ibmc__mode_start(struct ibmc_comm *c);
@@ -30,8 +31,18 @@ int ibmc__mode_start(struct ibmc_comm *c);
 int ibmc__mode_join(struct ibmc_comm *c, uint16_t mlid, uint32_t mtu);
 
 /* Give c's group up (ctx->lock held): detach, and leave it at the SA
- * when this rank joined it; a pool group goes back to the job's pool. */
+ * when this rank joined it (or, for a group taken from the job's own
+ * pool, is the lowest member on its node). Such a group never goes back
+ * to the pool: it no longer spans every node. */
 void ibmc__mode_release(struct ibmc_comm *c);
+
+/* Whether this rank is the lowest of c's ranks on its node: the one that
+ * joins (and leaves) for the node (an SA join is per port, not per QP). */
+int ibmc__own_node_leader(const struct ibmc_comm *c);
+
+/* The SA leave of a group this rank's node joined; a failure is only
+ * logged (the group then lives on at the SA, as after a crash). */
+void ibmc__own_leave(struct ibmc_context *ctx, const uint8_t mgid[16]);
 
 /* The pool mode's pool (ibmc_init, collective over every rank; finalize:
  * every group detached and left). */

@@ -20,6 +20,7 @@
 #include "libjob/mcast_switch.h"
 #include "libjob/model.h"
 #include "libjob/prune.h"
+#include "libjob/pool_keep.h"
 #include "libjob/stages.h"
 #include "libjob/task.h"
 
@@ -328,6 +329,11 @@ int64_t ibmc__progress_all(struct ibmc_context *ctx, int64_t now)
 	}
 	if (ctx->widens)
 		ibmc__widen_poll(ctx);
+	if (ctx->pk) {
+		td = ibmc__pk_progress(ctx, now);
+		if (td < d)
+			d = td;
+	}
 	return d;
 }
 

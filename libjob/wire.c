@@ -28,6 +28,7 @@ static uint64_t get64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return b
  *   XACK: 24 b, 28 mask;
  *   MTINV, SWSEQ, SWAT: 24 b;
  *   SWOFFER: then the payload;
+ *   POOL: 24 b, then the payload;
  *   PROBE, FIN, PULL, MTJOINED, MTPING, MTACK, MTDONE: nothing.
  */
 size_t ibmc__wire_encode(const struct ibmc__hdr *h, uint8_t *out)
@@ -80,6 +81,9 @@ size_t ibmc__wire_encode(const struct ibmc__hdr *h, uint8_t *out)
 	case IBMC__K_SWAT:
 		put32(out + 24, h->b);
 		return 28;
+	case IBMC__K_POOL:
+		put32(out + 24, h->b);
+		return IBMC__WIRE_POOL;
 	default:
 		return IBMC__WIRE_BASE;
 	}
@@ -97,7 +101,7 @@ int ibmc__wire_decode(const void *buf, size_t len, struct ibmc__hdr *h)
 	h->flags = p[2];
 	h->coll = p[3] >> 4;
 	h->algo = p[3] & 0xf;
-	if (h->coll > IBMC__C_SWITCH)
+	if (h->coll > IBMC__C_POOL)
 		return -EBADMSG;
 	h->comm_id = get32(p + 4);
 	h->version = get32(p + 8);
@@ -163,6 +167,12 @@ int ibmc__wire_decode(const void *buf, size_t len, struct ibmc__hdr *h)
 		if (len < 28 || h->coll != IBMC__C_SWITCH)
 			return -EBADMSG;
 		h->b = get32(p + 24);
+		return 0;
+	case IBMC__K_POOL:
+		if (len < IBMC__WIRE_POOL || h->coll != IBMC__C_POOL)
+			return -EBADMSG;
+		h->b = get32(p + 24);
+		h->hlen = IBMC__WIRE_POOL;
 		return 0;
 	case IBMC__K_SWOFFER:
 		if (h->coll != IBMC__C_SWITCH)

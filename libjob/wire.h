@@ -25,6 +25,7 @@
 #define IBMC__WIRE_CTL 36	/* the largest control packet */
 #define IBMC__WIRE_MSG 28	/* bytes before a MSG payload */
 #define IBMC__WIRE_XDATA 32	/* bytes before an XDATA payload */
+#define IBMC__WIRE_POOL 28	/* bytes before a POOL payload */
 
 /* The collective a datagram belongs to (high nibble of byte 3). */
 enum ibmc__coll {
@@ -39,7 +40,10 @@ enum ibmc__coll {
 	/* Not a collective either: the members' agreement on the collective
 	 * from which a communicator multicasts (mcast_switch.c); no task, no
 	 * sequence number of its own. */
-	IBMC__C_SWITCH
+	IBMC__C_SWITCH,
+	/* Nor this: the keeper of mode pool's own pool and the ranks
+	 * (pool_keep.c), on a hidden communicator over every rank. */
+	IBMC__C_POOL
 };
 
 enum ibmc__kind {
@@ -73,6 +77,9 @@ enum ibmc__kind {
 	IBMC__K_SWAT = 17,	/* rank 0 -> member: b = 0: multicast from
 				 * the first call at sequence number a or
 				 * later; else never (b = errno) */
+	/* The job's own pool (pool_keep.c): a = its operation, b and seq
+	 * as that says; a payload may follow. */
+	IBMC__K_POOL = 18,
 };
 
 #define IBMC__MT_WAITING 0xffffffffu

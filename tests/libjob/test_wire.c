@@ -107,9 +107,32 @@ int main(void)
 	ibmc__wire_encode(&h, buf);
 	tap_ok(ibmc__wire_decode(buf, IBMC__WIRE_BASE, &d) < 0,
 	       "a switch kind outside the switch is rejected");
-	buf[3] = (uint8_t)((IBMC__C_SWITCH + 1) << 4);
+	buf[3] = (uint8_t)((IBMC__C_POOL + 1) << 4);
 	tap_ok(ibmc__wire_decode(buf, IBMC__WIRE_BASE, &d) < 0,
 	       "an unknown collective is rejected");
+
+	/* The keeper of mode pool's own pool (pool_keep.c). */
+	memset(&h, 0, sizeof(h));
+	h.kind = IBMC__K_POOL;
+	h.coll = IBMC__C_POOL;
+	h.comm_id = 0x1bcb0001;
+	h.seq = 0xdeadbeef;	/* the communicator's id */
+	h.a = 2;
+	h.b = 0xffffffff;	/* no slot */
+	tap_is_int(ibmc__wire_encode(&h, buf), IBMC__WIRE_POOL,
+		   "pool message header is 28 bytes");
+	buf[IBMC__WIRE_POOL] = 0x0f;	/* a member bitmask */
+	tap_ok(!ibmc__wire_decode(buf, IBMC__WIRE_POOL + 1, &d) &&
+	       d.kind == IBMC__K_POOL && d.coll == IBMC__C_POOL &&
+	       d.seq == 0xdeadbeef && d.a == 2 && d.b == 0xffffffff &&
+	       d.hlen == IBMC__WIRE_POOL,
+	       "pool message keeps id, operation and slot; its payload follows");
+	tap_ok(ibmc__wire_decode(buf, 24, &d) < 0,
+	       "truncated pool message rejected");
+	h.coll = IBMC__C_SWITCH;
+	ibmc__wire_encode(&h, buf);
+	tap_ok(ibmc__wire_decode(buf, IBMC__WIRE_POOL, &d) < 0,
+	       "a pool message outside the pool's collective is rejected");
 	tap_plan(tap__n);
 	return tap_done();
 }
