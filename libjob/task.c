@@ -19,8 +19,8 @@
 #include "libjob/grow.h"
 #include "libjob/mcast_switch.h"
 #include "libjob/model.h"
-#include "libjob/prune.h"
 #include "libjob/pool_keep.h"
+#include "libjob/prune.h"
 #include "libjob/stages.h"
 #include "libjob/task.h"
 
