@@ -87,6 +87,14 @@ struct resv {
 enum phase { R_IDLE, R_INVITE, R_PING, R_FILL };
 enum kslot { K_FREE, K_TAKEN, K_FILLING, K_LOST };
 
+/* A replacement that fails (the SA refused, a rank never answered, the
+ * test never got through) is tried again after a pause that doubles,
+ * REPL_ATTEMPTS times in all: a fabric that drops multicast for a while,
+ * or an SM busy with a sweep, costs the pool a slot only while it lasts;
+ * a dead rank costs a few bounded attempts. */
+#define REPL_ATTEMPTS 4
+#define REPL_PAUSE_US 1000000ll
+
 struct ibmc__pk {
 	struct ibmc_comm *hc;
 	int64_t period_us, silence_us;
@@ -106,6 +114,8 @@ struct ibmc__pk {
 	/* Keeper. */
 	struct ring answered;
 	enum kslot k[IBMC__MAX_GROUPS];
+	int fails[IBMC__MAX_GROUPS];		/* in a row, per slot */
+	int64_t retry_us[IBMC__MAX_GROUPS];	/* not before, after one */
 	struct notice *notices;
 	uint32_t gen;
 	struct {
@@ -459,22 +469,34 @@ static void repl_fail(struct ibmc__pk *pk, const char *fmt, ...)
 {
 	struct ibmc_context *ctx = pk->hc->ctx;
 	char why[200];
+	int64_t pause;
 	va_list ap;
-	int r;
+	int r, s;
 
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
-	ibmc_log(IBMC_LOG_WARN,
-		 "libibmcast: rank %d: the job's own pool: replacing slot %d failed: %s; the pool stays a group smaller",
-		 ctx->rank, pk->r.slot, why);
+	s = pk->r.slot;
+	if (++pk->fails[s] < REPL_ATTEMPTS) {
+		pause = REPL_PAUSE_US << (pk->fails[s] - 1);
+		ibmc_log(IBMC_LOG_WARN,
+			 "libibmcast: rank %d: the job's own pool: replacing slot %d failed: %s; trying again in %lld ms (attempt %d of %d)",
+			 ctx->rank, s, why, (long long)(pause / 1000),
+			 pk->fails[s] + 1, REPL_ATTEMPTS);
+		pk->k[s] = K_TAKEN;
+		pk->retry_us[s] = ibmc__task_now() + pause;
+	} else {
+		ibmc_log(IBMC_LOG_WARN,
+			 "libibmcast: rank %d: the job's own pool: replacing slot %d failed: %s; the pool stays a group smaller (%d attempts)",
+			 ctx->rank, s, why, REPL_ATTEMPTS);
+		pk->k[s] = K_LOST;
+	}
 	/* Once: a rank that misses it drops the group at the next
 	 * invitation, or at finalize. */
 	for (r = 0; r < ctx->size; r++)
 		if (r != KEEPER)
 			pk_send(pk, r, P_DROP, pk->r.gen, 0, NULL, 0);
 	drop_group(ctx, &pk->pend.g, &pk->pend.ghandle, &pk->pend.joined);
-	pk->k[pk->r.slot] = K_LOST;
 	repl_end(pk);
 }
 
@@ -533,19 +555,27 @@ static void repl_start(struct ibmc__pk *pk, int slot)
 	pk->r.next_us = ibmc__task_now();
 }
 
-/* The next taken slot, one at a time (from progress only: its SA create
- * blocks). */
-static void repl_next(struct ibmc__pk *pk)
+/* The next taken slot whose pause is over, one at a time (from progress
+ * only: its SA create blocks). Returns when to look again for a slot still
+ * pausing, INT64_MAX for none. */
+static int64_t repl_next(struct ibmc__pk *pk, int64_t now)
 {
+	int64_t d = INT64_MAX;
 	int s;
 
 	if (pk->r.phase != R_IDLE)
-		return;
-	for (s = 0; s < pk->hc->ctx->own_npool; s++)
-		if (pk->k[s] == K_TAKEN) {
+		return d;
+	for (s = 0; s < pk->hc->ctx->own_npool; s++) {
+		if (pk->k[s] != K_TAKEN)
+			continue;
+		if (now >= pk->retry_us[s]) {
 			repl_start(pk, s);
-			return;
+			return d;
 		}
+		if (pk->retry_us[s] < d)
+			d = pk->retry_us[s];
+	}
+	return d;
 }
 
 /* Every rank acknowledged the test: the slot is filled everywhere once
@@ -767,6 +797,7 @@ static void notice_done(struct ibmc__pk *pk, struct notice *n)
 			pk->k[pk->r.slot] = K_LOST;
 		} else {
 			pk->k[pk->r.slot] = K_FREE;
+			pk->fails[pk->r.slot] = 0;
 			ibmc_log(IBMC_LOG_INFO,
 				 "libibmcast: rank %d: the job's own pool: group %s fills slot %d: every rank attached, got its test by multicast and acknowledged",
 				 ctx->rank, pk->r.mgid, pk->r.slot);
@@ -808,8 +839,12 @@ int64_t ibmc__pk_progress(struct ibmc_context *ctx, int64_t now)
 			d = n->next_us;
 		pp = &n->next;
 	}
-	if (pk->r.phase == R_IDLE && pk->hc->rank == KEEPER)
-		repl_next(pk);
+	if (pk->r.phase == R_IDLE && pk->hc->rank == KEEPER) {
+		int64_t again = repl_next(pk, now);
+
+		if (again < d)
+			d = again;
+	}
 	if (pk->r.phase == R_INVITE || pk->r.phase == R_PING) {
 		if (now >= pk->r.next_us) {
 			pk->r.next_us = now + pk->period_us;

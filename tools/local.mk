@@ -19,7 +19,7 @@ tests_libjob_bcast_check_LDADD = libjob/libibmcast.la -lpthread
 # (finalize or vanish); run by libjob_early_exit.sh.
 check_PROGRAMS += tests/libjob/early_exit_check
 tests_libjob_early_exit_check_LDADD = libjob/libibmcast.la
-EXTRA_DIST += tests/lib-libjob.sh
+EXTRA_DIST += tests/lib-libjob.sh tests/lib-pool-keep.sh
 
 # bcast_skew: the time ranks spend inside ibmc_bcast when they call it at
 # random times after a barrier (seed 001's process skew); a benchmark
@@ -80,13 +80,14 @@ endif
 # pool_keep_check: mode pool's keeper step by step (a communicator takes
 # the pool's group, its other nodes leave it, the slot is replaced, the
 # next communicator takes the replacement, the one after finds the pool
-# empty); run by libjob_pool_keep.sh.
+# empty); run by libjob_pool_keep.sh and libjob_pool_keep_retry.sh.
 check_PROGRAMS += tests/libjob/pool_keep_check
 tests_libjob_pool_keep_check_SOURCES = tests/libjob/pool_keep_check.c \
 	tests/libjob/check_util.c tests/libjob/check_util.h
 tests_libjob_pool_keep_check_LDADD = libjob/libibmcast.la
 if BUILD_OSM_PLUGIN
-TESTS += tests/integration/libjob_pool_keep.sh
+TESTS += tests/integration/libjob_pool_keep.sh \
+	tests/integration/libjob_pool_keep_retry.sh
 endif
 
 # bootstrap_check: the bootstraps alone (ibmcast-run's socket, PMI2 under

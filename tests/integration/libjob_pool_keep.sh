@@ -16,6 +16,8 @@
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
 # shellcheck disable=SC1091
 . "$top_srcdir/tests/lib-libjob.sh"
+# shellcheck disable=SC1091
+. "$top_srcdir/tests/lib-pool-keep.sh"
 
 libjob_need
 PK=$top_builddir/tests/libjob/pool_keep_check
@@ -27,78 +29,6 @@ plan 14
 JOB=402
 export IBMCAST_LOG_LEVEL=info
 
-# hca_gids: "NAME GID" of every HCA's port (ibnetdiscover; the fabric's
-# env sourced).
-hca_gids() {
-	local name guid g
-	sim_diag "$SIM_DIR" ibnetdiscover 2> /dev/null | awk '
-		/^Ca/ { d = $0; sub(/^[^#]*# "/, "", d); sub(/".*/, "", d)
-			ca = 1; next }
-		ca && /^\[/ { g = $1; sub(/.*\(/, "", g); sub(/\).*/, "", g)
-			print d, g; ca = 0 }' | while read -r name guid; do
-		g=$(printf '%016x' "0x$guid")
-		echo "$name fe80::${g:0:4}:${g:4:4}:${g:8:4}:${g:12:4}"
-	done
-}
-
-# sa_nodes MGID: the nodes whose port the SA holds as a member of the
-# group, sorted, one trusted query per port (OpenSM's SM_Key, 1 by
-# default: others see one record without its port; and a whole table
-# does not fit the one MAD the simulated SA answers with).
-sa_nodes() {
-	local name gid
-	echo "$HCA_GIDS" | while read -r name gid; do
-		if on_fabric timeout 30 saquery --smkey 1 MCMR --mgid "$1" \
-			--gid "$gid" 2> /dev/null | grep -qiE 'portgid\.+fe80:'; then
-			echo "$name"
-		fi
-	done | sort | paste -sd' '
-}
-
-sa_members() {
-	sa_nodes "$1" | wc -w
-}
-
-gone() {
-	[ "$(sa_members "$1")" = 0 ]
-}
-
-# mft_nodes MLID: the HCAs the switches' MFTs deliver the MLID to, sorted.
-mft_nodes() {
-	on_fabric "$top_builddir/sim-fabric/ibmcast-mftwatch" reach \
-		--mlid "$1" 2> /dev/null | jq -r '.mlids[0].members[]' |
-		sort | paste -sd' '
-}
-
-# narrowed MGID MLID NODES: the SA's members and the MFTs' reach are both
-# exactly NODES.
-narrowed() {
-	[ "$(sa_nodes "$1")" = "$3" ] && [ "$(mft_nodes "$2")" = "$3" ]
-}
-
-# logged DIR REGEX: the first match of the run's log.
-logged() {
-	grep -oE "$2" "$1/out" | head -n 1
-}
-
-# step DIR NAME: waits until the ranks stop at NAME.
-step() {
-	wait_until 120 test -e "$1/$2" ||
-		{ diag "$(tail -n 30 "$1/out")"; bail_out "ranks never reached step $2"; }
-}
-
-own_groups_held() {
-	local g
-	grep -oE 'created through the SA group ff12:1bcb:[0-9a-f:]+' "$1/out" |
-		awk '{ print $NF }' | sort -u | while read -r g; do
-		if [ "$(sa_members "$g")" -gt 0 ]; then echo "$g"; fi
-	done
-}
-
-none_held() {
-	[ -z "$(own_groups_held "$1")" ]
-}
-
 sim_up --hosts 8 --radix 4 || bail_out "fabric did not come up"
 # shellcheck disable=SC1091
 . "$SIM_DIR/env"
@@ -106,9 +36,7 @@ export IBMCAST_JOB=$JOB
 # A loaded 2-core host: OpenSM may take seconds to program the switches.
 export IBMCAST_MCAST_TEST_TRIES=2000
 ALL="node1 node2 node3 node4 node5 node6 node7 node8"
-HCA_GIDS=$(hca_gids | grep '^node')
-[ "$(echo "$HCA_GIDS" | wc -l)" = 8 ] ||
-	bail_out "ibnetdiscover did not show the 8 nodes' ports: $HCA_GIDS"
+pk_hca_gids 8
 
 d=$(mktemp -d "$SIM_DIR/pk.XXXX")
 IBMCAST_COMM_MODE=pool IBMCAST_MODE_POOL_GROUPS=1 \

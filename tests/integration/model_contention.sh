@@ -12,7 +12,7 @@
 # leaf's port to node2: one of them waits for the other's last bit, once
 # (the links after the first add no wait), so one broadcast takes T and
 # the other T + ser(2070) at the link's rate; which one is which is
-# real time's choice, the two figures are not.
+# real time's choice, the two figures are not (but see below).
 
 # shellcheck disable=SC1091
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/lib.sh"
@@ -47,12 +47,18 @@ bcast_run "alone: node1 -> node2, 2000 B" 2 'node[1-2]' --job 301 -- \
 a=$(field model_us)
 within_2pct "$a" "$alone"
 ok $? "alone: modeled ${a:-?} ns, closed form $alone ns"
+# Which half goes first is real time's choice in each repetition; so is,
+# when the daemon handles the two packets in one order, a further wait of
+# about 2.5 us for the later one (README, "Modeled time", "Not modeled":
+# real time's order among packets that truly contend). So: the earlier
+# half's median is T, and the later half is T + ser in at least one of 9
+# repetitions, never less; its median is shown.
 bcast_run "together: two halves node1 -> node2 at once, 2000 B" 4 \
-	'node[1-2]' --distribution cyclic --job 301 -- --timing --reps 3 \
+	'node[1-2]' --distribution cyclic --job 301 -- --timing --reps 9 \
 	--roots 0 --sizes 2000 --algo binomial --halves
-h0=$(field model_half0_us) h1=$(field model_half1_us)
-first=$((h0 < h1 ? h0 : h1)) later=$((h0 < h1 ? h1 : h0))
+first=$(field model_half_first_us) later=$(field model_half_later_min_us)
+later_med=$(field model_half_later_us)
 within_2pct "$first" "$alone"
 ok $? "together: the first done in ${first} ns, as alone ($alone ns)"
 within_2pct "$later" $((alone + ser))
-ok $? "together: the other in ${later} ns, alone + ser = $alone + $ser ns"
+ok $? "together: the other in ${later} ns at the least (median ${later_med} ns), alone + ser = $alone + $ser ns"

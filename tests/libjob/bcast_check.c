@@ -78,8 +78,9 @@ static void usage(FILE *f)
 		"fabric, in modeled time (ibmc_sim_clock_ns(3): every rank's clock is\n"
 		"moved to a common start first, after every rank settled the\n"
 		"last broadcast; with --halves the two halves broadcast at\n"
-		"once, each on its own communicator, and each half's modeled\n"
-		"time is printed too). Exit 0 when every broadcast on every\n"
+		"once, each on its own communicator, and the modeled time of the\n"
+		"half done first (median) and of the other (least and median)\n"
+		"is printed too). Exit 0 when every broadcast on every\n"
 		"rank was correct, 1 if any was not, 2 on setup errors.\n",
 		prog);
 }
@@ -321,14 +322,17 @@ static double median(const double *v, int n)
 }
 
 static double *model_med, *model_max, *model_first, *model_min;
-static double *model_half[2];	/* --halves: the later rank of each half */
+/* --halves, per size: the median over repetitions of the half that
+ * finished first, and the least and the median of the one that finished
+ * later (which half that is, is real time's choice in each repetition). */
+static double *model_half_first, *model_half_later_min, *model_half_later;
 
 static int run_timed(struct job *j, double *cmpl_med, double *cmpl_max)
 {
 	const struct opts *o = j->o;
 	int n = ibmc_comm_size(j->comm), si, rep, k, root, bad = 0;
 	double secs, mine[3], *all, *samples, *msamp, *mfirst, t, t0, t1, m;
-	double *hsamp[2];
+	double *hsamp[2], *hearly, *hlate;
 	uint64_t mt0;
 	size_t maxlen = 1;
 	uint8_t *buf;
@@ -343,8 +347,10 @@ static int run_timed(struct job *j, double *cmpl_med, double *cmpl_max)
 	mfirst = malloc(sizeof(double) * (size_t)o->reps);
 	hsamp[0] = calloc((size_t)o->reps, sizeof(double));
 	hsamp[1] = calloc((size_t)o->reps, sizeof(double));
+	hearly = calloc((size_t)o->reps, sizeof(double));
+	hlate = calloc((size_t)o->reps, sizeof(double));
 	if (!buf || !all || !samples || !msamp || !mfirst || !hsamp[0] ||
-	    !hsamp[1])
+	    !hsamp[1] || !hearly || !hlate)
 		die("out of memory");
 	for (si = 0; si < o->nsizes; si++) {
 		for (rep = 0; rep < o->reps; rep++) {
@@ -378,6 +384,10 @@ static int run_timed(struct job *j, double *cmpl_med, double *cmpl_max)
 				if (all[3 * k + 2] > hsamp[hf][rep])
 					hsamp[hf][rep] = all[3 * k + 2];
 			}
+			hearly[rep] = hsamp[0][rep] < hsamp[1][rep] ?
+					      hsamp[0][rep] : hsamp[1][rep];
+			hlate[rep] = hsamp[0][rep] < hsamp[1][rep] ?
+					     hsamp[1][rep] : hsamp[0][rep];
 			for (k = 1; k < bs.size; k++) {
 				if (all[3 * k] < t0)
 					t0 = all[3 * k];
@@ -403,15 +413,20 @@ static int run_timed(struct job *j, double *cmpl_med, double *cmpl_max)
 		model_max[si] = msamp[o->reps - 1];
 		model_min[si] = msamp[0];
 		model_first[si] = median(mfirst, o->reps);
-		for (k = 0; k < 2 && o->halves; k++) {
-			sort(hsamp[k], o->reps);
-			model_half[k][si] = median(hsamp[k], o->reps);
+		if (o->halves) {
+			sort(hearly, o->reps);
+			sort(hlate, o->reps);
+			model_half_first[si] = median(hearly, o->reps);
+			model_half_later_min[si] = hlate[0];
+			model_half_later[si] = median(hlate, o->reps);
 		}
 	}
 	free(msamp);
 	free(mfirst);
 	free(hsamp[0]);
 	free(hsamp[1]);
+	free(hearly);
+	free(hlate);
 	j->bad += (uint64_t)bad;
 	ibmc_comm_get_stats(j->comm, &j->st);
 	free(samples);
@@ -501,10 +516,13 @@ int main(int argc, char **argv)
 		model_max = calloc((size_t)o.nsizes, sizeof(double));
 		model_first = calloc((size_t)o.nsizes, sizeof(double));
 		model_min = calloc((size_t)o.nsizes, sizeof(double));
-		model_half[0] = calloc((size_t)o.nsizes, sizeof(double));
-		model_half[1] = calloc((size_t)o.nsizes, sizeof(double));
+		model_half_first = calloc((size_t)o.nsizes, sizeof(double));
+		model_half_later_min = calloc((size_t)o.nsizes,
+					      sizeof(double));
+		model_half_later = calloc((size_t)o.nsizes, sizeof(double));
 		if (!med || !max || !model_med || !model_max || !model_first ||
-		    !model_min || !model_half[0] || !model_half[1])
+		    !model_min || !model_half_first ||
+		    !model_half_later_min || !model_half_later)
 			die("out of memory");
 		{
 			uint64_t c;
@@ -597,10 +615,12 @@ int main(int argc, char **argv)
 					       model_first[i] * 1e6,
 					       model_min[i] * 1e6);
 				if (modeled && o.halves && half)
-					printf(" model_half0_us=%.3f"
-					       " model_half1_us=%.3f",
-					       model_half[0][i] * 1e6,
-					       model_half[1][i] * 1e6);
+					printf(" model_half_first_us=%.3f"
+					       " model_half_later_min_us=%.3f"
+					       " model_half_later_us=%.3f",
+					       model_half_first[i] * 1e6,
+					       model_half_later_min[i] * 1e6,
+					       model_half_later[i] * 1e6);
 				printf("\n");
 			}
 		fflush(stdout);
@@ -620,8 +640,9 @@ int main(int argc, char **argv)
 	free(model_max);
 	free(model_first);
 	free(model_min);
-	free(model_half[0]);
-	free(model_half[1]);
+	free(model_half_first);
+	free(model_half_later_min);
+	free(model_half_later);
 	free(o.roots);
 	return v.bad || v.unexpected ? 1 : 0;
 }

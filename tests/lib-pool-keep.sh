@@ -1,0 +1,95 @@
+# SPDX-License-Identifier: BSD-3-Clause
+# Shell helpers for the tests of mode pool's keeper (sourced after
+# tests/lib.sh and tests/lib-libjob.sh, with the fabric's env sourced):
+# where the SA and the switches' MFTs say a group reaches, and the steps
+# of tests/libjob/pool_keep_check.
+#
+# Fabric:   pk_hca_gids N      (HCA_GIDS: "NAME GID" of the N nodes' ports)
+#           sa_nodes MGID      (the nodes the SA holds as members, sorted)
+#           sa_members MGID, gone MGID
+#           mft_nodes MLID     (the HCAs the MFTs deliver the MLID to)
+#           narrowed MGID MLID NODES  (SA members and MFT reach both NODES)
+# Run:      logged DIR REGEX   (the first match in DIR/out)
+#           step DIR NAME      (waits until the ranks stop at NAME)
+#           own_groups_held DIR, none_held DIR (the job's own groups the
+#                              run created that the SA still holds)
+# shellcheck shell=bash
+
+# hca_gids: "NAME GID" of every HCA's port (ibnetdiscover; the fabric's
+# env sourced).
+hca_gids() {
+	local name guid g
+	sim_diag "$SIM_DIR" ibnetdiscover 2> /dev/null | awk '
+		/^Ca/ { d = $0; sub(/^[^#]*# "/, "", d); sub(/".*/, "", d)
+			ca = 1; next }
+		ca && /^\[/ { g = $1; sub(/.*\(/, "", g); sub(/\).*/, "", g)
+			print d, g; ca = 0 }' | while read -r name guid; do
+		g=$(printf '%016x' "0x$guid")
+		echo "$name fe80::${g:0:4}:${g:4:4}:${g:8:4}:${g:12:4}"
+	done
+}
+
+# sa_nodes MGID: the nodes whose port the SA holds as a member of the
+# group, sorted, one trusted query per port (OpenSM's SM_Key, 1 by
+# default: others see one record without its port; and a whole table
+# does not fit the one MAD the simulated SA answers with).
+sa_nodes() {
+	local name gid
+	echo "$HCA_GIDS" | while read -r name gid; do
+		if on_fabric timeout 30 saquery --smkey 1 MCMR --mgid "$1" \
+			--gid "$gid" 2> /dev/null | grep -qiE 'portgid\.+fe80:'; then
+			echo "$name"
+		fi
+	done | sort | paste -sd' '
+}
+
+sa_members() {
+	sa_nodes "$1" | wc -w
+}
+
+gone() {
+	[ "$(sa_members "$1")" = 0 ]
+}
+
+# mft_nodes MLID: the HCAs the switches' MFTs deliver the MLID to, sorted.
+mft_nodes() {
+	on_fabric "$top_builddir/sim-fabric/ibmcast-mftwatch" reach \
+		--mlid "$1" 2> /dev/null | jq -r '.mlids[0].members[]' |
+		sort | paste -sd' '
+}
+
+# narrowed MGID MLID NODES: the SA's members and the MFTs' reach are both
+# exactly NODES.
+narrowed() {
+	[ "$(sa_nodes "$1")" = "$3" ] && [ "$(mft_nodes "$2")" = "$3" ]
+}
+
+# logged DIR REGEX: the first match of the run's log.
+logged() {
+	grep -oE "$2" "$1/out" | head -n 1
+}
+
+# step DIR NAME: waits until the ranks stop at NAME.
+step() {
+	wait_until 120 test -e "$1/$2" ||
+		{ diag "$(tail -n 30 "$1/out")"; bail_out "ranks never reached step $2"; }
+}
+
+own_groups_held() {
+	local g
+	grep -oE 'created through the SA group ff12:1bcb:[0-9a-f:]+' "$1/out" |
+		awk '{ print $NF }' | sort -u | while read -r g; do
+		if [ "$(sa_members "$g")" -gt 0 ]; then echo "$g"; fi
+	done
+}
+
+none_held() {
+	[ -z "$(own_groups_held "$1")" ]
+}
+
+# pk_hca_gids N: sets HCA_GIDS for the fabric's N nodes, or bails out.
+pk_hca_gids() {
+	HCA_GIDS=$(hca_gids | grep '^node')
+	[ "$(echo "$HCA_GIDS" | wc -l)" = "$1" ] ||
+		bail_out "ibnetdiscover did not show the $1 nodes' ports: $HCA_GIDS"
+}
