@@ -13,6 +13,7 @@
 #           step DIR NAME      (waits until the ranks stop at NAME)
 #           own_groups_held DIR, none_held DIR (the job's own groups the
 #                              run created that the SA still holds)
+#           held_why DIR       (diagnostics: who holds them, what was said)
 # shellcheck shell=bash
 
 # hca_gids: "NAME GID" of every HCA's port (ibnetdiscover; the fabric's
@@ -85,6 +86,17 @@ own_groups_held() {
 
 none_held() {
 	[ -z "$(own_groups_held "$1")" ]
+}
+
+# held_why DIR: for a failed check, which nodes still hold each group and
+# what the ranks said about groups (joins, leaves, failures).
+held_why() {
+	local g
+	for g in $(own_groups_held "$1"); do
+		diag "$g: still held by $(sa_nodes "$g")"
+		diag "$(grep -F "$g" "$1/out" | tail -n 20)"
+	done
+	diag "$(grep -E 'failed|left group|leave' "$1/out" | tail -n 20)"
 }
 
 # pk_hca_gids N: sets HCA_GIDS for the fabric's N nodes, or bails out.

@@ -99,6 +99,7 @@ RC=$?
 ok "$RC" "ranks exited 0" || diag "$(tail -n 40 "$d/out")"
 wait_until 30 none_held "$d"
 ok "$(none_held "$d"; echo $?)" \
-	"after finalize none of the job's own groups is at the SA ($(own_groups_held "$d" | paste -sd' '))"
+	"after finalize none of the job's own groups is at the SA ($(own_groups_held "$d" | paste -sd' '))" ||
+	held_why "$d"
 ok "$(! grep -qiE 'AddressSanitizer|LeakSanitizer|runtime error' "$d/out"; echo $?)" \
 	"no sanitizer report"

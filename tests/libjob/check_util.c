@@ -8,7 +8,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "ibmcast/sim.h"
 #include "tests/libjob/check_util.h"
@@ -64,6 +66,40 @@ double now(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+void check_sync_all(void)
+{
+	int32_t in = 0, *out = calloc((size_t)bs.size, sizeof(*out));
+
+	if (!out || bs.allgather(bs.arg, &in, out, sizeof(in)))
+		die("bootstrap barrier failed");
+	free(out);
+}
+
+#define HOLD_MAX_S 300
+
+void check_hold(const char *dir, const char *here, const char *go)
+{
+	char path[4096];
+	struct stat st;
+	FILE *f;
+	int i;
+
+	check_sync_all();
+	if (bs.rank == 0) {
+		snprintf(path, sizeof(path), "%s/%s", dir, here);
+		f = fopen(path, "w");
+		if (!f)
+			die("cannot create %s", path);
+		fclose(f);
+		snprintf(path, sizeof(path), "%s/%s", dir, go);
+		for (i = 0; stat(path, &st) && i < HOLD_MAX_S * 10; i++)
+			usleep(100000);
+		if (i == HOLD_MAX_S * 10)
+			die("%s never appeared", path);
+	}
+	check_sync_all();
 }
 
 uint64_t check_model_align(ibmc_context_t *ctx)

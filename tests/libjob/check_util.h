@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /* check_util.h - what the check programs run under ibmcast-run share
- * (bcast_check, barrier_check, coll_check, bcast_skew): a fatal error
- * naming the program and rank, the monotonic clock, and their options'
- * values (numbers, sizes in binary units, comma-separated lists), each
+ * (bcast_check, barrier_check, coll_check, bcast_skew, modes_check,
+ * pool_keep_check): a fatal error naming the program and rank, the
+ * monotonic clock, a barrier and a hold for the test script, and their
+ * options' values (numbers, sizes in binary units, comma-separated lists), each
  * checked with a message naming the option. Each program defines prog
  * and bs. */
 #ifndef IBMCAST_TESTS_CHECK_UTIL_H
@@ -31,6 +32,14 @@ void die(const char *fmt, ...) __attribute__((format(printf, 1, 2),
 
 /* CLOCK_MONOTONIC in seconds. */
 double now(void);
+
+/* A barrier of every rank over the bootstrap; dies if it fails. */
+void check_sync_all(void);
+
+/* Every rank stops until the test drives it on: rank 0 creates DIR/HERE,
+ * then waits (at most 300 s, else dies) until DIR/GO exists. For test
+ * scripts that look at the fabric at a given point of a run. Collective. */
+void check_hold(const char *dir, const char *here, const char *go);
 
 /* Modeled time on the simulated fabric (ibmc_sim_clock_ns(3)). Every rank
  * first settles what it still owes the last collective (else it lands in

@@ -32,13 +32,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "ibmcast/ibmcast.h"
 #include "tests/libjob/check_util.h"
 
-#define HOLD_MAX_S 300
 #define WHY_LEN 160
 #define WARM_UP 20
 
@@ -138,39 +136,6 @@ static void parse(int argc, char **argv, struct opts *o)
 		die("unexpected argument '%s'", argv[optind]);
 	if (o->until_mcast && !o->max)
 		die("--until-mcast needs --max");
-}
-
-static void sync_all(void)
-{
-	int32_t in = 0, *out = calloc((size_t)bs.size, sizeof(*out));
-
-	if (!out || bs.allgather(bs.arg, &in, out, sizeof(in)))
-		die("bootstrap barrier failed");
-	free(out);
-}
-
-/* Rank 0 says where it is and waits for the caller's go (bounded). */
-static void hold(const char *dir, const char *here, const char *go)
-{
-	char path[4096];
-	struct stat st;
-	FILE *f;
-	int i;
-
-	sync_all();
-	if (bs.rank == 0) {
-		snprintf(path, sizeof(path), "%s/%s", dir, here);
-		f = fopen(path, "w");
-		if (!f)
-			die("cannot create %s", path);
-		fclose(f);
-		snprintf(path, sizeof(path), "%s/%s", dir, go);
-		for (i = 0; stat(path, &st) && i < HOLD_MAX_S * 10; i++)
-			usleep(100000);
-		if (i == HOLD_MAX_S * 10)
-			die("%s never appeared", path);
-	}
-	sync_all();
 }
 
 static void fill(unsigned char *b, size_t len, int i, int root)
@@ -319,7 +284,7 @@ int main(int argc, char **argv)
 				    ibmc_strerror(rc));
 		}
 	}
-	sync_all();
+	check_sync_all();
 	t0 = now();
 	if (mine.member) {
 		rc = ibmc_comm_create_attr(ctx, ranks, n, &attr, &comm);
@@ -328,11 +293,11 @@ int main(int argc, char **argv)
 			    o.mode ? o.mode : "default", ibmc_strerror(rc));
 	}
 	if (o.pause)
-		hold(o.pause, "created", "start");
+		check_hold(o.pause, "created", "start");
 	if (o.steady) {
 		if (mine.member)
 			warm_up(comm, o.len);
-		sync_all();
+		check_sync_all();
 		t0 = now();
 	}
 	if (mine.member) {
@@ -352,7 +317,7 @@ int main(int argc, char **argv)
 		mine.allreduces = st.allreduces;
 	}
 	if (o.hold)
-		hold(o.hold, "in_use", "go");
+		check_hold(o.hold, "in_use", "go");
 	if (comm && (rc = ibmc_comm_free(comm)))
 		die("ibmc_comm_free: %s", ibmc_strerror(rc));
 	for (r = 0; others && r < o.comms - 1; r++)
@@ -360,7 +325,7 @@ int main(int argc, char **argv)
 			die("ibmc_comm_free: %s", ibmc_strerror(rc));
 	free(others);
 	if (o.hold)
-		hold(o.hold, "freed", "go2");
+		check_hold(o.hold, "freed", "go2");
 	all = calloc((size_t)bs.size, sizeof(*all));
 	if (!all || bs.allgather(bs.arg, &mine, all, sizeof(mine)))
 		die("gathering the reports failed");

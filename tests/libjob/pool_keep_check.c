@@ -23,13 +23,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "ibmcast/ibmcast.h"
 #include "tests/libjob/check_util.h"
 
-#define HOLD_MAX_S 300
 #define LEN 1024
 
 struct report {
@@ -39,39 +36,6 @@ struct report {
 
 ibmc_bootstrap_t bs;
 const char *prog = "pool_keep_check";
-
-static void sync_all(void)
-{
-	int32_t in = 0, *out = calloc((size_t)bs.size, sizeof(*out));
-
-	if (!out || bs.allgather(bs.arg, &in, out, sizeof(in)))
-		die("bootstrap barrier failed");
-	free(out);
-}
-
-/* Every rank stops until the caller creates DIR/<step>.go (bounded). */
-static void hold(const char *dir, const char *step)
-{
-	char path[4096];
-	struct stat st;
-	FILE *f;
-	int i;
-
-	sync_all();
-	if (bs.rank == 0) {
-		snprintf(path, sizeof(path), "%s/%s", dir, step);
-		f = fopen(path, "w");
-		if (!f)
-			die("cannot create %s", path);
-		fclose(f);
-		snprintf(path, sizeof(path), "%s/%s.go", dir, step);
-		for (i = 0; stat(path, &st) && i < HOLD_MAX_S * 10; i++)
-			usleep(100000);
-		if (i == HOLD_MAX_S * 10)
-			die("%s never appeared", path);
-	}
-	sync_all();
-}
 
 /* The communicator over world ranks [lo, hi), NULL on the others. */
 static ibmc_comm_t *create(ibmc_context_t *ctx, int lo, int hi,
@@ -196,17 +160,17 @@ int main(int argc, char **argv)
 	ctx = check_init();
 	if (first >= bs.size)
 		die("--first %d: needs more than %d ranks", first, bs.size);
-	hold(dir, "built");
+	check_hold(dir, "built", "built.go");
 	a = create(ctx, 0, first, &ra);
 	bcasts(a, count, &ra);
 	bad += report("A", &ra);
-	hold(dir, "taken");
+	check_hold(dir, "taken", "taken.go");
 	/* B strictly after A's replacement was seen (the caller waited),
 	 * C strictly after B: the keeper hears them in this order. */
 	b = create(ctx, first, bs.size, &rb);
-	sync_all();
+	check_sync_all();
 	c = create(ctx, 0, first, &rc_);
-	hold(dir, "created");
+	check_hold(dir, "created", "created.go");
 	bcasts(b, count, &rb);
 	bcasts(c, count, &rc_);
 	bad += report("B", &rb);
@@ -214,7 +178,7 @@ int main(int argc, char **argv)
 	if ((a && ibmc_comm_free(a)) || (b && ibmc_comm_free(b)) ||
 	    (c && ibmc_comm_free(c)))
 		die("ibmc_comm_free failed");
-	hold(dir, "freed");
+	check_hold(dir, "freed", "freed.go");
 	rc = ibmc_finalize(ctx);
 	if (rc)
 		die("ibmc_finalize: %s", ibmc_strerror(rc));
