@@ -22,6 +22,20 @@ void ibmc__model_input_done(struct ibmc_context *ctx)
 	ctx->pkt_taken = 1;
 }
 
+void ibmc__model_save(const struct ibmc_context *ctx,
+		      struct ibmc__model_pkt *p)
+{
+	p->arrival_ns = ctx->pkt_model_ns;
+	p->taken = ctx->pkt_taken;
+}
+
+void ibmc__model_restore(struct ibmc_context *ctx,
+			 const struct ibmc__model_pkt *p)
+{
+	ctx->pkt_model_ns = p->arrival_ns;
+	ctx->pkt_taken = p->taken;
+}
+
 void ibmc__model_take_at(struct ibmc_context *ctx, uint64_t arrival_ns)
 {
 	if (!modeled(ctx) || ctx->pkt_taken)

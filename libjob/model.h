@@ -48,6 +48,16 @@ uint64_t ibmc__model_defer(struct ibmc_context *ctx);
  * array is sorted in place), whatever order real time brought them in. */
 void ibmc__model_charge(struct ibmc_context *ctx, uint64_t *arrival_ns,
 			size_t n);
+/* The packet being input, kept aside while an older one is input again
+ * (a datagram kept for a receive not posted then, xfer.c). */
+struct ibmc__model_pkt {
+	uint64_t arrival_ns;
+	int taken;
+};
+void ibmc__model_save(const struct ibmc_context *ctx,
+		      struct ibmc__model_pkt *p);
+void ibmc__model_restore(struct ibmc_context *ctx,
+			 const struct ibmc__model_pkt *p);
 /* The modeled arrival of the packet being input. */
 uint64_t ibmc__model_arrival(const struct ibmc_context *ctx);
 /* A taken packet awaits a progress pass: receive nothing more now. */

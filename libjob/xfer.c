@@ -17,6 +17,18 @@
 #define MASK_BITS 64
 #define MAX_BACKOFF 6
 #define TAG_ID(t) ((t) & 0xffffu)
+/* Bounds on fragments kept for receives not posted yet, per task: beyond
+ * them a fragment is dropped and its sender sends it again. */
+#define KEPT_MAX 1024
+#define KEPT_MAX_BYTES (8u << 20)
+
+struct ibmc__xkept {
+	struct ibmc__xkept *next;
+	struct ibmc__hdr h;
+	uint64_t model_ns;	/* its modeled arrival */
+	size_t plen;
+	unsigned char payload[];
+};
 
 int ibmc__xfers_init(struct ibmc__xfers *xs, struct ibmc__task *t, int n)
 {
@@ -39,7 +51,15 @@ int ibmc__xfers_init(struct ibmc__xfers *xs, struct ibmc__task *t, int n)
 
 void ibmc__xfers_fini(struct ibmc__xfers *xs)
 {
+	struct ibmc__xkept *k;
 	int i;
+
+	while ((k = xs->kept)) {
+		xs->kept = k->next;
+		free(k);
+	}
+	xs->nkept = 0;
+	xs->kept_bytes = 0;
 
 	for (i = 0; xs->x && i < xs->n; i++) {
 		free(xs->x[i].got);
@@ -135,6 +155,57 @@ static void send_ack(struct ibmc__xfers *xs, struct ibmc__xfer *x)
 	x->acked_have = x->have;
 }
 
+static void on_data(struct ibmc__xfers *xs, const struct ibmc__hdr *h,
+		    const unsigned char *payload, size_t plen);
+
+/* Keep a fragment that came before its receive was posted. */
+static void keep(struct ibmc__xfers *xs, const struct ibmc__hdr *h,
+		 const unsigned char *payload, size_t plen)
+{
+	struct ibmc__xkept *k, **pp;
+
+	if (xs->nkept >= KEPT_MAX || xs->kept_bytes + plen > KEPT_MAX_BYTES)
+		return;		/* the sender sends it again */
+	k = malloc(sizeof(*k) + plen);
+	if (!k)
+		return;
+	k->next = NULL;
+	k->h = *h;
+	k->model_ns = ibmc__model_arrival(xs->task->comm->ctx);
+	k->plen = plen;
+	memcpy(k->payload, payload, plen);
+	for (pp = &xs->kept; *pp; pp = &(*pp)->next)
+		;
+	*pp = k;
+	xs->nkept++;
+	xs->kept_bytes += plen;
+}
+
+/* Receive x was just posted: take in what was kept for it, in the order
+ * it came, each at its own modeled arrival. */
+static void take_kept(struct ibmc__xfers *xs, const struct ibmc__xfer *x)
+{
+	struct ibmc_context *ctx = xs->task->comm->ctx;
+	struct ibmc__xkept **pp = &xs->kept, *k;
+	struct ibmc__model_pkt now;
+
+	ibmc__model_save(ctx, &now);
+	while ((k = *pp)) {
+		if ((int)k->h.src != x->peer ||
+		    TAG_ID(k->h.b) != TAG_ID(x->tag)) {
+			pp = &k->next;
+			continue;
+		}
+		*pp = k->next;
+		xs->nkept--;
+		xs->kept_bytes -= k->plen;
+		ibmc__model_input(ctx, k->model_ns);
+		on_data(xs, &k->h, k->payload, k->plen);
+		free(k);
+	}
+	ibmc__model_restore(ctx, &now);
+}
+
 int ibmc__xfer_post(struct ibmc__xfers *xs, int i, int send, int peer,
 		    uint32_t tag, void *buf, size_t len)
 {
@@ -166,6 +237,8 @@ int ibmc__xfer_post(struct ibmc__xfers *xs, int i, int send, int peer,
 	 * algorithm post it, not whatever else one progress pass takes. */
 	if (send)
 		send_window(xs, x);
+	else if (xs->kept)
+		take_kept(xs, x);
 	return 0;
 }
 
@@ -246,8 +319,10 @@ static void on_data(struct ibmc__xfers *xs, const struct ibmc__hdr *h,
 	struct ibmc__xfer *x = find(xs, 0, (int)h->src, h->b);
 	uint32_t f = h->a;
 
-	if (!x)
-		return;		/* not posted yet: the sender sends again */
+	if (!x) {
+		keep(xs, h, payload, plen);	/* not posted yet */
+		return;
+	}
 	if (!xs->error && (h->flags & (IBMC__F_ESIZE | IBMC__F_EINVAL)))
 		xs->error = h->flags & IBMC__F_ESIZE ? -EMSGSIZE : -EINVAL;
 	if (x->tag != h->b || h->len != x->len) {

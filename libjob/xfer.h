@@ -10,9 +10,10 @@
  * (twice), and at once when it sees a gap, which makes the sender resend
  * the missing fragments; a sender that hears nothing for a retransmission
  * timeout resends the first unacknowledged fragments, doubling the
- * timeout. Receives are posted before the peer can send (the algorithms
- * know every transfer of a round in advance); a fragment for no posted
- * receive is dropped and sent again later. The tag's low 16 bits name
+ * timeout. A fragment for a receive not posted yet (a peer a round
+ * ahead, or a node leader still gathering its node) is kept, within
+ * bounds, and taken in when the receive is posted: dropped, it would
+ * cost the sender a retransmission timeout, doubled on every repeat. The tag's low 16 bits name
  * the transfer; the high 16 bits carry what both sides must agree on
  * (the allreduce's datatype and operation), so a mismatch is seen.
  */
@@ -67,6 +68,9 @@ struct ibmc__xfers {
 				 * every send from then on carries it */
 	int64_t progress_ms;	/* last new fragment or acknowledgment */
 	int64_t next;		/* us: the next timer, set by progress */
+	struct ibmc__xkept *kept;	/* for receives not posted yet */
+	int nkept;
+	size_t kept_bytes;
 };
 
 /* n transfer slots. 0 or -ENOMEM. */
