@@ -17,8 +17,8 @@
 #define MASK_BITS 64
 #define MAX_BACKOFF 6
 #define TAG_ID(t) ((t) & 0xffffu)
-/* Bounds on fragments kept for receives not posted yet, per task: beyond
- * them a fragment is dropped and its sender sends it again. */
+/* Bounds on datagrams kept for a receiver not there yet, per list (per
+ * task): beyond them one is dropped and its sender sends it again. */
 #define KEPT_MAX 1024
 #define KEPT_MAX_BYTES (8u << 20)
 
@@ -51,15 +51,9 @@ int ibmc__xfers_init(struct ibmc__xfers *xs, struct ibmc__task *t, int n)
 
 void ibmc__xfers_fini(struct ibmc__xfers *xs)
 {
-	struct ibmc__xkept *k;
 	int i;
 
-	while ((k = xs->kept)) {
-		xs->kept = k->next;
-		free(k);
-	}
-	xs->nkept = 0;
-	xs->kept_bytes = 0;
+	ibmc__xkept_free(&xs->kept);
 
 	for (i = 0; xs->x && i < xs->n; i++) {
 		free(xs->x[i].got);
@@ -158,52 +152,103 @@ static void send_ack(struct ibmc__xfers *xs, struct ibmc__xfer *x)
 static void on_data(struct ibmc__xfers *xs, const struct ibmc__hdr *h,
 		    const unsigned char *payload, size_t plen);
 
-/* Keep a fragment that came before its receive was posted. */
-static void keep(struct ibmc__xfers *xs, const struct ibmc__hdr *h,
-		 const unsigned char *payload, size_t plen)
+void ibmc__xkept_add(struct ibmc__xkept_list *l, struct ibmc_context *ctx,
+		     const struct ibmc__hdr *h, const unsigned char *payload,
+		     size_t plen)
 {
 	struct ibmc__xkept *k, **pp;
 
-	if (xs->nkept >= KEPT_MAX || xs->kept_bytes + plen > KEPT_MAX_BYTES)
-		return;		/* the sender sends it again */
+	if (l->n >= KEPT_MAX || l->bytes + plen > KEPT_MAX_BYTES)
+		return;
 	k = malloc(sizeof(*k) + plen);
 	if (!k)
 		return;
 	k->next = NULL;
 	k->h = *h;
-	k->model_ns = ibmc__model_arrival(xs->task->comm->ctx);
+	k->model_ns = ibmc__model_arrival(ctx);
 	k->plen = plen;
-	memcpy(k->payload, payload, plen);
-	for (pp = &xs->kept; *pp; pp = &(*pp)->next)
+	if (plen)
+		memcpy(k->payload, payload, plen);
+	for (pp = &l->head; *pp; pp = &(*pp)->next)
 		;
 	*pp = k;
-	xs->nkept++;
-	xs->kept_bytes += plen;
+	l->n++;
+	l->bytes += plen;
 }
 
-/* Receive x was just posted: take in what was kept for it, in the order
- * it came, each at its own modeled arrival. */
-static void take_kept(struct ibmc__xfers *xs, const struct ibmc__xfer *x)
+void ibmc__xkept_replay(struct ibmc__xkept_list *l, struct ibmc_context *ctx,
+			int (*match)(const struct ibmc__hdr *h,
+				     const void *arg),
+			void (*fn)(void *arg, const struct ibmc__hdr *h,
+				   const unsigned char *payload, size_t plen),
+			void *arg)
 {
-	struct ibmc_context *ctx = xs->task->comm->ctx;
-	struct ibmc__xkept **pp = &xs->kept, *k;
+	struct ibmc__xkept **pp = &l->head, *k, *taken = NULL, **tail = &taken;
 	struct ibmc__model_pkt now;
 
-	ibmc__model_save(ctx, &now);
 	while ((k = *pp)) {
-		if ((int)k->h.src != x->peer ||
-		    TAG_ID(k->h.b) != TAG_ID(x->tag)) {
+		if (match && !match(&k->h, arg)) {
 			pp = &k->next;
 			continue;
 		}
 		*pp = k->next;
-		xs->nkept--;
-		xs->kept_bytes -= k->plen;
+		l->n--;
+		l->bytes -= k->plen;
+		k->next = NULL;
+		*tail = k;
+		tail = &k->next;
+	}
+	if (!taken)
+		return;
+	ibmc__model_save(ctx, &now);
+	while ((k = taken)) {
+		taken = k->next;
 		ibmc__model_input(ctx, k->model_ns);
-		on_data(xs, &k->h, k->payload, k->plen);
+		fn(arg, &k->h, k->payload, k->plen);
 		free(k);
 	}
 	ibmc__model_restore(ctx, &now);
+}
+
+void ibmc__xkept_free(struct ibmc__xkept_list *l)
+{
+	struct ibmc__xkept *k;
+
+	while ((k = l->head)) {
+		l->head = k->next;
+		free(k);
+	}
+	l->n = 0;
+	l->bytes = 0;
+}
+
+struct kept_for {
+	struct ibmc__xfers *xs;
+	const struct ibmc__xfer *x;
+};
+
+static int kept_match(const struct ibmc__hdr *h, const void *arg)
+{
+	const struct kept_for *f = arg;
+
+	return (int)h->src == f->x->peer && TAG_ID(h->b) == TAG_ID(f->x->tag);
+}
+
+static void kept_data(void *arg, const struct ibmc__hdr *h,
+		      const unsigned char *payload, size_t plen)
+{
+	struct kept_for *f = arg;
+
+	on_data(f->xs, h, payload, plen);
+}
+
+/* Receive x was just posted: take in what was kept for it. */
+static void take_kept(struct ibmc__xfers *xs, const struct ibmc__xfer *x)
+{
+	struct kept_for f = { xs, x };
+
+	ibmc__xkept_replay(&xs->kept, xs->task->comm->ctx, kept_match,
+			   kept_data, &f);
 }
 
 int ibmc__xfer_post(struct ibmc__xfers *xs, int i, int send, int peer,
@@ -237,7 +282,7 @@ int ibmc__xfer_post(struct ibmc__xfers *xs, int i, int send, int peer,
 	 * algorithm post it, not whatever else one progress pass takes. */
 	if (send)
 		send_window(xs, x);
-	else if (xs->kept)
+	else if (xs->kept.head)
 		take_kept(xs, x);
 	return 0;
 }
@@ -320,7 +365,9 @@ static void on_data(struct ibmc__xfers *xs, const struct ibmc__hdr *h,
 	uint32_t f = h->a;
 
 	if (!x) {
-		keep(xs, h, payload, plen);	/* not posted yet */
+		/* not posted yet */
+		ibmc__xkept_add(&xs->kept, xs->task->comm->ctx, h, payload,
+				plen);
 		return;
 	}
 	if (!xs->error && (h->flags & (IBMC__F_ESIZE | IBMC__F_EINVAL)))

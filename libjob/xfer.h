@@ -59,6 +59,30 @@ struct ibmc__xfer {
 	size_t user_len;
 };
 
+/* Datagrams kept for a receiver not there yet (a receive not posted, an
+ * inner task not started), each with its modeled arrival, bounded by
+ * count and bytes: beyond, one is dropped and its sender sends it again. */
+struct ibmc__xkept;
+struct ibmc__xkept_list {
+	struct ibmc__xkept *head;
+	int n;
+	size_t bytes;
+};
+
+void ibmc__xkept_add(struct ibmc__xkept_list *l, struct ibmc_context *ctx,
+		     const struct ibmc__hdr *h, const unsigned char *payload,
+		     size_t plen);
+/* Input again to fn, in the order they came, each at its own modeled
+ * arrival, the kept datagrams match() takes (match NULL: all); they
+ * leave the list first. */
+void ibmc__xkept_replay(struct ibmc__xkept_list *l, struct ibmc_context *ctx,
+			int (*match)(const struct ibmc__hdr *h,
+				     const void *arg),
+			void (*fn)(void *arg, const struct ibmc__hdr *h,
+				   const unsigned char *payload, size_t plen),
+			void *arg);
+void ibmc__xkept_free(struct ibmc__xkept_list *l);
+
 struct ibmc__xfers {
 	struct ibmc__task *task;
 	int n;
@@ -68,9 +92,7 @@ struct ibmc__xfers {
 				 * every send from then on carries it */
 	int64_t progress_ms;	/* last new fragment or acknowledgment */
 	int64_t next;		/* us: the next timer, set by progress */
-	struct ibmc__xkept *kept;	/* for receives not posted yet */
-	int nkept;
-	size_t kept_bytes;
+	struct ibmc__xkept_list kept;	/* for receives not posted yet */
 };
 
 /* n transfer slots. 0 or -ENOMEM. */

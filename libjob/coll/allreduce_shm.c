@@ -23,6 +23,7 @@
 #include "libjob/reduce.h"
 #include "libjob/shm.h"
 #include "libjob/topo.h"
+#include "libjob/xfer.h"
 
 #define POLL_US 200
 
@@ -37,6 +38,10 @@ struct ars {
 	int leader;
 	struct ibmc__task inner;	/* leaders: their reduce */
 	int inner_on;
+	/* A peer leader's datagrams before the inner task starts (this
+	 * leader still waits for the previous call to leave the segment,
+	 * as calls made back to back do). */
+	struct ibmc__xkept_list early;
 };
 
 /* What the node's ranks must agree on: the vector's bytes, its type and
@@ -127,6 +132,14 @@ static int reduce_node(struct ibmc__task *t, struct ars *s)
 	return 0;
 }
 
+static void inner_input(void *arg, const struct ibmc__hdr *h,
+			const unsigned char *payload, size_t plen)
+{
+	struct ars *s = arg;
+
+	s->inner.ops->input(&s->inner, h, payload, plen, 0);
+}
+
 /* Leader: the leaders' reduce, started (its receives posted) as soon as
  * this call owns the segment, so that a peer leader's vector is not
  * dropped while this node is still reducing; it takes this rank's vector
@@ -137,7 +150,7 @@ static int start_leaders(struct ibmc__task *t, struct ars *s)
 	const struct ibmc__topo *tp = s->topo;
 	struct ibmc__ar_args *ia = malloc(sizeof(*ia));
 	int rd = t->args.len <= IBMC__AR_SHORT_BYTES ||
-		 s->a->count < (size_t)tp->nnodes;
+		 s->a->count < (size_t)tp->nnodes, rc;
 
 	if (!ia)
 		return -ENOMEM;
@@ -153,7 +166,11 @@ static int start_leaders(struct ibmc__task *t, struct ars *s)
 		       &ibmc__allreduce_rab_ops;
 	s->inner.priv = ia;
 	s->inner_on = 1;
-	return s->inner.ops->start(&s->inner);
+	rc = s->inner.ops->start(&s->inner);
+	if (!rc)
+		ibmc__xkept_replay(&s->early, t->comm->ctx, NULL, inner_input,
+				   s);
+	return rc;
 }
 
 static int progress(struct ibmc__task *t, int64_t now)
@@ -206,11 +223,10 @@ static void input(struct ibmc__task *t, const struct ibmc__hdr *h,
 {
 	struct ars *s = t->priv;
 
-	/* Before the leaders' reduce starts (this leader waits for the
-	 * previous call to leave the segment), a peer leader's fragments
-	 * are dropped: it sends them again. */
 	if (s->inner_on)
 		s->inner.ops->input(&s->inner, h, payload, plen, is_mcast);
+	else if (s->leader && !is_mcast)
+		ibmc__xkept_add(&s->early, t->comm->ctx, h, payload, plen);
 }
 
 static void late(struct ibmc__task *t, const struct ibmc__hdr *h,
@@ -256,6 +272,7 @@ static void fini(struct ibmc__task *t)
 		return;
 	if (s->inner_on)
 		s->inner.ops->fini(&s->inner);
+	ibmc__xkept_free(&s->early);
 	free(s->a);
 	free(s);
 }

@@ -579,10 +579,12 @@ static void ar_case(const char *what, const int *node, int n,
 /*
  * Calls back to back, as MPI benchmarks make them: a node leader still
  * gathering its node while a faster leader already sends it the first
- * network step. Those fragments were dropped (no receive posted yet), and
- * their senders waited a retransmission timeout, doubled on each repeat:
- * 20 shm_leader allgathers of 16 KiB took 0.3 s each, with over 100
- * timeouts on one rank. Now they are kept until the receive is posted.
+ * network step. Those fragments were dropped (no receive posted yet, or
+ * the shm_mcast leaders' reduce not started), and their senders waited a
+ * retransmission timeout, doubled on each repeat: 20 shm_leader
+ * allgathers of 16 KiB took 0.3 s each, with over 100 timeouts on one
+ * rank, shm_mcast allreduces of 8 int64 5 ms. Now they are kept until
+ * the receive is posted.
  */
 #define B2B_CALLS 20
 #define B2B_BLOCK 16384
@@ -779,6 +781,7 @@ int main(void)
 	b2b_case("allgather", "shm_leader", eight4, 8, "4 nodes x 2");
 	b2b_case("allgather", "shm_leader", uneven, 12, "8+1+3 interleaved");
 	b2b_case("allgather", "ring", eight4, 8, "4 nodes x 2");
+	b2b_case("allreduce", "shm_mcast", eight4, 8, "4 nodes x 2");
 	b2b_case("allreduce", "rabenseifner", eight4, 8, "4 nodes x 2");
 
 	setenv("IBMCAST_BCAST_TIMEOUT_MS", "1500", 1);
