@@ -13,9 +13,10 @@
  * timeout. A fragment for a receive not posted yet (a peer a round
  * ahead, or a node leader still gathering its node) is kept, within
  * bounds, and taken in when the receive is posted: dropped, it would
- * cost the sender a retransmission timeout, doubled on every repeat. The tag's low 16 bits name
- * the transfer; the high 16 bits carry what both sides must agree on
- * (the allreduce's datatype and operation), so a mismatch is seen.
+ * cost the sender a retransmission timeout, doubled on every repeat. The
+ * tag's low 16 bits name the transfer; the high 16 bits carry what both
+ * sides must agree on (the allreduce's datatype and operation), so a
+ * mismatch is seen.
  */
 #ifndef IBMCAST_LIBJOB_XFER_H
 #define IBMCAST_LIBJOB_XFER_H
