@@ -27,8 +27,17 @@
 /* Completed tasks kept per communicator to answer late packets, and for
  * how long at most: a peer that missed this member's last words asks
  * within a few retransmission timeouts, and collectives on a
- * communicator are ordered, so peers are never far behind. */
-#define LINGER_MAX 8
+ * communicator are ordered, so peers are never far behind in calls. In
+ * tasks they can be: a call of several stages completes many at once (a
+ * multicast allgather: one broadcast per node), and with a few such calls
+ * in flight 8 tasks were passed before a peer's resend came, which then
+ * went unanswered until the timeout. So at least LINGER_MIN and at most
+ * LINGER_MAX, the ones beyond LINGER_MIN only while the kept calls'
+ * lengths stay within LINGER_BYTES (a long vector's task holds buffers
+ * of its size until it is freed). */
+#define LINGER_MIN 8
+#define LINGER_MAX 64
+#define LINGER_BYTES ((size_t)64 << 20)
 #define LINGER_US 10000000
 /* Finalize: serve late packets until none came for this long: several
  * of the peers' longest retry intervals (20 ms), so that even under 20%
@@ -51,16 +60,19 @@ static void task_free(struct ibmc__task *t)
 static void trim_lingering(struct ibmc_comm *c, int64_t now)
 {
 	struct ibmc__task **pp = &c->lingering, *t;
+	size_t bytes = 0;
 	int n = 0;
 
 	while ((t = *pp)) {
-		if (n >= LINGER_MAX || now >= t->linger_until) {
+		if (n >= LINGER_MAX || now >= t->linger_until ||
+		    (n >= LINGER_MIN && bytes + t->args.len > LINGER_BYTES)) {
 			*pp = t->next;
 			c->nlinger--;
 			task_free(t);
 			continue;
 		}
 		n++;
+		bytes += t->args.len;
 		pp = &t->next;
 	}
 }
