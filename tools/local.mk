@@ -80,14 +80,17 @@ endif
 # pool_keep_check: mode pool's keeper step by step (a communicator takes
 # the pool's group, its other nodes leave it, the slot is replaced, the
 # next communicator takes the replacement, the one after finds the pool
-# empty); run by libjob_pool_keep.sh and libjob_pool_keep_retry.sh.
+# empty; --stop-rank: a rank silent during the replacement); run by
+# libjob_pool_keep.sh, libjob_pool_keep_retry.sh and
+# libjob_pool_keep_silent.sh.
 check_PROGRAMS += tests/libjob/pool_keep_check
 tests_libjob_pool_keep_check_SOURCES = tests/libjob/pool_keep_check.c \
 	tests/libjob/check_util.c tests/libjob/check_util.h
 tests_libjob_pool_keep_check_LDADD = libjob/libibmcast.la
 if BUILD_OSM_PLUGIN
 TESTS += tests/integration/libjob_pool_keep.sh \
-	tests/integration/libjob_pool_keep_retry.sh
+	tests/integration/libjob_pool_keep_retry.sh \
+	tests/integration/libjob_pool_keep_silent.sh
 endif
 
 # bootstrap_check: the bootstraps alone (ibmcast-run's socket, PMI2 under

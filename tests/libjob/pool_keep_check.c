@@ -10,7 +10,10 @@
  * the caller at each step (creates DIR/<step>, waits for DIR/<step>.go):
  * "built" (the pool exists), "taken" (A broadcast and is still alive),
  * "created" (B and C exist, before their broadcasts), "freed" (all three
- * freed, before finalize). Rank 0 prints one line per communicator:
+ * freed, before finalize). With --stop-rank R, rank R stops itself
+ * (SIGSTOP, progress thread and all) as the ranks leave "built": the
+ * keeper's replacement then finds it silent until the caller sends it
+ * SIGCONT. Rank 0 prints one line per communicator:
  * "comm X members=M bad=B mcast=K ready=R why0=..." where K counts the
  * members whose every broadcast went by multicast and R those whose
  * communicator was ready for multicast at the end. Exit 1 on any wrong
@@ -19,6 +22,7 @@
 #include "config.h"
 
 #include <getopt.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -136,21 +140,24 @@ int main(int argc, char **argv)
 		{ "first", required_argument, NULL, 'f' },
 		{ "count", required_argument, NULL, 'k' },
 		{ "hold", required_argument, NULL, 'H' },
+		{ "stop-rank", required_argument, NULL, 's' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct report ra, rb, rc_;
 	ibmc_comm_t *a, *b, *c;
 	ibmc_context_t *ctx;
 	const char *dir = NULL;
-	int first = 0, count = 20, o, bad = 0, rc;
+	int first = 0, count = 20, stop = -1, o, bad = 0, rc;
 
 	while ((o = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (o) {
 		case 'f': first = int_arg("--first", optarg, 1, 1 << 20); break;
 		case 'k': count = int_arg("--count", optarg, 1, 100000); break;
 		case 'H': dir = optarg; break;
+		case 's': stop = int_arg("--stop-rank", optarg, 0, 1 << 20);
+			break;
 		default:
-			fprintf(stderr, "Usage: %s --first N --hold DIR [--count K]\n",
+			fprintf(stderr, "Usage: %s --first N --hold DIR [--count K] [--stop-rank R]\n",
 				prog);
 			return 2;
 		}
@@ -161,8 +168,17 @@ int main(int argc, char **argv)
 	if (first >= bs.size)
 		die("--first %d: needs more than %d ranks", first, bs.size);
 	check_hold(dir, "built", "built.go");
+	if (bs.rank == stop) {
+		fprintf(stderr, "%s: rank %d: stopping (SIGSTOP) until SIGCONT\n",
+			prog, bs.rank);
+		raise(SIGSTOP);
+		fprintf(stderr, "%s: rank %d: continued\n", prog, bs.rank);
+	}
 	a = create(ctx, 0, first, &ra);
 	bcasts(a, count, &ra);
+	if (a)	/* before the report, which waits for every rank */
+		fprintf(stderr, "%s: rank %d: A's broadcasts done, %d wrong\n",
+			prog, bs.rank, ra.bad);
 	bad += report("A", &ra);
 	check_hold(dir, "taken", "taken.go");
 	/* B strictly after A's replacement was seen (the caller waited),
