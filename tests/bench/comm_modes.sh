@@ -27,7 +27,11 @@ much computation between creation and the first broadcast: Figs. 7-8);
 effective latency = the slowest rank's time. "steady" is mode sm with
 the communicator created and warmed up before the timing barrier, so only
 the k broadcasts count: a group tested long before, the steady state.
-Each point is run --reps times and the median counts. Prints a table per
+Each point is run --reps times and the median counts. sm against steady
+is also shown in modeled time (the fabric model's clocks, aligned at the
+barrier; what the wall clock adds on this host is its one-thread data
+plane and its load): the same at k = 1, since sm's creation sends
+nothing. Prints a table per
 k with every mode's effective latency and its ratio to basic, sm against
 the steady state, and where basic's and lazy's time went at rank 0:
 until every member had joined through the SA, then the SM's pass and the
@@ -112,7 +116,7 @@ command -v saquery > /dev/null || { echo "saquery not installed" >&2; exit 1; }
 HOSTS=32
 JOB=910
 bench_start "$OUT"
-echo "topology,mode,size,k,rep,eff_us,mtest_us,tries,mcast_bcasts0,join_us" > "$CSV"
+echo "topology,mode,size,k,rep,eff_us,mtest_us,tries,mcast_bcasts0,join_us,model_us" > "$CSV"
 FAILED=0
 kv() { grep -oE "(^|[ ])$1=[^ ]+" <<< "$2" | head -n 1 | cut -d= -f2; }
 
@@ -161,7 +165,7 @@ point() {
 		tail -n 5 <<< "$out" >&2
 		return 1
 	fi
-	echo "$topo,$mode,$size,$k,$rep,$(kv eff_us "$t"),$(kv mtest_us "$r0"),$(kv tries "$r0"),$(kv mcast_bcasts "$r0"),$(kv join_us "$r0")" >> "$CSV"
+	echo "$topo,$mode,$size,$k,$rep,$(kv eff_us "$t"),$(kv mtest_us "$r0"),$(kv tries "$r0"),$(kv mcast_bcasts "$r0"),$(kv join_us "$r0"),$(kv model_us "$t")" >> "$CSV"
 	say "$(printf '%-7s %-5s size %2d k %4d run %d: %10s us  (tested after %s us, %s tries, %s by multicast at rank 0)' \
 		"$topo" "$mode" "$size" "$k" "$rep" "$(kv eff_us "$t")" \
 		"$(kv mtest_us "$r0")" "$(kv tries "$r0")" "$(kv mcast_bcasts "$r0")")"
@@ -240,6 +244,15 @@ tail -n +2 "$CSV" | sort -t, -k1,1 -k2,2 -k3,3n -k4,4n -k6,6n | awk -F, '
 	  if (k != key) { flush(); key = k; n = 0 }
 	  v[++n] = $6; rest = $7 "," $8 "," $10 }
 	END { flush() }' > "$AGG"
+# The same for modeled time (modes_check --timing's model_us): topology,
+# mode, size, k, median.
+AGGM=$OUT/agg-model.csv
+tail -n +2 "$CSV" | sort -t, -k1,1 -k2,2 -k3,3n -k4,4n -k11,11g | awk -F, '
+	function flush() { if (n) printf "%s,%s\n", key, v[int((n + 1) / 2)] }
+	{ k = $1 "," $2 "," $3 "," $4
+	  if (k != key) { flush(); key = k; n = 0 }
+	  v[++n] = $11 }
+	END { flush() }' > "$AGGM"
 for topo in $TOPOS; do
 	for k in $KS; do
 		echo
@@ -272,6 +285,19 @@ for topo in $TOPOS; do
 				      else printf " %21.3fx  ", a / b }' "$AGG"
 		done
 		echo "   (target: at most 1.05x)"
+		# Modeled time: what the fabric model charges from clocks
+		# aligned at the barrier. Only for the modes whose creation
+		# does no SA or SM work (that runs in real time, outside the
+		# model): sm's creation takes a ready group and sends nothing.
+		printf '%-9s' "modeled"
+		for size in $SIZES; do
+			awk -F, -v t="$topo" -v s="$size" -v k="$k" '
+				$1 == t && $3 == s && $4 == k && $2 == "sm" { a = $5 }
+				$1 == t && $3 == s && $4 == k && $2 == "steady" { b = $5 }
+				END { if (a == "" || b == "" || !b) printf " %24s", "-"
+				      else printf " %8.1f/%7.1f %6.3fx", a, b, a / b }' "$AGGM"
+		done
+		echo "   (sm/steady us, ratio; deterministic at k = 1)"
 	done
 done
 # Where the seed's modes spend their time at rank 0, from creation: the

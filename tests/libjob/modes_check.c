@@ -12,7 +12,10 @@
  * every rank's multicast state, reason, counters and the algorithms of
  * its first and last broadcast, and a summary; --timing adds the
  * effective latency (seed 000: from a barrier, creation plus the
- * broadcasts, max over ranks). --comms N first creates N - 1 other
+ * broadcasts, max over ranks; on the simulated fabric also in modeled
+ * time, from clocks aligned at the barrier, with --compute-ms declared
+ * as computation: what the fabric model charges, which leaves out the
+ * real-time work of SA joins and SM passes). --comms N first creates N - 1 other
  * communicators over every rank and keeps them (so that the measured one
  * finds the job's pool exhausted); --allreduce follows every broadcast
  * with a checked allreduce, so that a switch to multicast in the middle
@@ -35,6 +38,7 @@
 #include <unistd.h>
 
 #include "ibmcast/ibmcast.h"
+#include "ibmcast/sim.h"
 #include "tests/libjob/check_util.h"
 
 #define WHY_LEN 160
@@ -63,6 +67,7 @@ struct report {
 	int32_t first_mcast, last_mcast;	/* of this rank's broadcasts */
 	uint64_t bcasts, mcast_bcasts, tries, mtest_us, eff_us, switch_us;
 	uint64_t allreduces, join_us;
+	double model_s;		/* modeled creation + broadcasts, 0: none */
 	char first_ar[24], last_ar[24];	/* the allreduces' algorithms */
 	char why[WHY_LEN];
 };
@@ -259,6 +264,7 @@ int main(int argc, char **argv)
 	struct opts o;
 	const char *why = NULL;
 	double t0 = 0;
+	uint64_t m0 = 0;
 	int rc, n, r, bad = 0, ready = 0, *ranks;
 
 	parse(argc, argv, &o);
@@ -284,6 +290,8 @@ int main(int argc, char **argv)
 				    ibmc_strerror(rc));
 		}
 	}
+	if (o.timing)
+		m0 = check_model_align(ctx);
 	check_sync_all();
 	t0 = now();
 	if (mine.member) {
@@ -297,14 +305,21 @@ int main(int argc, char **argv)
 	if (o.steady) {
 		if (mine.member)
 			warm_up(comm, o.len);
+		if (o.timing)
+			m0 = check_model_align(ctx);
 		check_sync_all();
 		t0 = now();
 	}
 	if (mine.member) {
-		if (o.compute_ms)
+		if (o.compute_ms) {
 			usleep((useconds_t)o.compute_ms * 1000);
+			if (m0)
+				ibmc_sim_compute(ctx, (uint64_t)o.compute_ms *
+							 1000000);
+		}
 		run(comm, &o, &mine);
 		mine.eff_us = (uint64_t)((now() - t0) * 1e6);
+		mine.model_s = check_model_since(ctx, m0);
 		mine.state = ibmc_comm_mcast_state(comm, &why);
 		snprintf(mine.why, sizeof(mine.why), "%s", why ? why : "");
 		ibmc_comm_get_stats(comm, &st);
@@ -331,6 +346,7 @@ int main(int argc, char **argv)
 		die("gathering the reports failed");
 	if (bs.rank == 0) {
 		uint64_t eff = 0;
+		double model = 0;
 		int first_p2p = 0, last_mc = 0, switched = 0, ar_mc = 0;
 
 		for (r = 0; r < n; r++) {
@@ -357,13 +373,16 @@ int main(int argc, char **argv)
 			ar_mc += !strcmp(p->last_ar, "mcast");
 			if (p->eff_us > eff)
 				eff = p->eff_us;
+			if (p->model_s > model)
+				model = p->model_s;
 		}
 		printf("summary ranks=%d bad=%d ready=%d first_p2p=%d last_mcast=%d switched=%d last_ar_mcast=%d mcast_bcasts0=%" PRIu64 " why0=\"%s\"\n",
 		       n, bad, ready, first_p2p, last_mc, switched, ar_mc,
 		       all[0].mcast_bcasts, all[0].why);
 		if (o.timing)
-			printf("timing ranks=%d count=%d eff_us=%" PRIu64 "\n",
-			       n, o.count, eff);
+			printf("timing ranks=%d count=%d eff_us=%" PRIu64
+			       " model_us=%.3f\n", n, o.count, eff,
+			       model * 1e6);
 		fflush(stdout);
 	}
 	free(all);
