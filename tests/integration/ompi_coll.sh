@@ -301,13 +301,15 @@ ok "$(for c in MPI_Bcast MPI_Barrier MPI_Allreduce MPI_Allgather; do
 # (the duplicates are mapped at their first collective, by the 4 threads
 # at once: those that hold each other's groups on different members agree
 # again, each offering one group of those free on every member, up to 10
-# rounds. The job's 4 groups all end up taken: world's and 3 of the 4
-# duplicates'. Before the rounds offered one group each, a thread offered
-# every free group, the first on each rank held them all, and 0 to 2
-# duplicates got one. Every group taken is the same on all members.)
-ok "$([ "${cshared:-0}" = 4 ] && [ "$csplit" = 0 ] &&
+# rounds. The job's 4 groups usually all end up taken: world's and 3 of
+# the 4 duplicates'; under the sanitizer on a loaded host the 10 rounds
+# once left a duplicate without one (point-to-point, still right). Before
+# the rounds offered one group each, a thread offered every free group,
+# the first on each rank held them all, and 0 to 2 duplicates got one.
+# What must always hold: every group taken is the same on all members.)
+ok "$([ "${cshared:-0}" -ge 3 ] && [ "$csplit" = 0 ] &&
       [ "$(rx_minus_tx)" -gt 0 ]; echo $?)" \
-	"  world and ${cshared:+$((cshared - 1))} of the duplicates took a pool group (all 4 of the job's), the same on all members (${csplit:-?} split); the data plane replicated multicast"
+	"  world and ${cshared:+$((cshared - 1))} of the duplicates took a pool group (of the job's 4; at least 2 duplicates), the same on all members (${csplit:-?} split); the data plane replicated multicast"
 
 # --- MPI_Barrier -------------------------------------------------------------
 dp_ctl reset > /dev/null
