@@ -75,8 +75,18 @@ acks() {	# ALGO REPS: control packets of one run
 		--roots 0 > /dev/null 2>&1 || echo 0
 	dp_ctl counters | jq '.uc_small'
 }
-today=$(( ($(acks mcast 12) - $(acks mcast 4)) / 8 ))
-node=$(( ($(acks shm_mcast 12) - $(acks shm_mcast 4)) / 8 ))
+# per_bcast ALGO: the least of 3 measurements: a loaded host only adds
+# control packets (resends after spurious timeouts), never removes one.
+per_bcast() {
+	local i v least=
+	for i in 1 2 3; do
+		v=$(( ($(acks "$1" 12) - $(acks "$1" 4)) / 8 ))
+		if [ -z "$least" ] || [ "$v" -lt "$least" ]; then least=$v; fi
+	done
+	echo "$least"
+}
+today=$(per_bcast mcast)
+node=$(per_bcast shm_mcast)
 ok "$([ "$node" -gt 0 ] && [ $((2 * node)) -lt "$today" ]; echo $?)" \
 	"16 ranks, 4 per node, 64 KiB from rank 0: control packets (acks, NACKs, probes) per broadcast: shm_mcast $node, mcast $today (less than half)"
 
