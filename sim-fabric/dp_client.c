@@ -20,6 +20,7 @@
 
 #define SOCK_BUF (4 << 20)
 #define STASH_MAX 65536		/* packets kept while awaiting a reply */
+#define DP_BUF_SIZE (IBMC_DP_MSG_MAX + 64)	/* one message from the daemon */
 
 struct stash {
 	struct stash *next;
@@ -37,11 +38,17 @@ struct ibmc_dp {
 	uint32_t o_s_ns, o_r_ns;	/* the model's, as last heard */
 	bool unmodeled;			/* sends cost no modeled time */
 	uint64_t unmodeled_at;		/* ... stamped so, 0: now */
-	uint8_t buf[IBMC_DP_MSG_MAX + 64];
+	/* Datagrams read by ibmc__dp_recv; the caller's view of the last
+	 * one must survive the control requests it may make before its
+	 * next recv (a grant acted on with a detach and an SA leave), so
+	 * their answers are read into ctl. */
+	uint8_t buf[DP_BUF_SIZE];
+	uint8_t ctl[DP_BUF_SIZE];
 };
 
-/* One message into dp->buf: its length, -ETIMEDOUT or -EPIPE. */
-static ssize_t read_msg(struct ibmc_dp *dp, int timeout_ms)
+/* One message into buf (dp->buf or dp->ctl, DP_BUF_SIZE bytes): its
+ * length, -ETIMEDOUT or -EPIPE. */
+static ssize_t read_msg(struct ibmc_dp *dp, uint8_t *buf, int timeout_ms)
 {
 	struct pollfd p = { .fd = dp->fd, .events = POLLIN };
 	int64_t end = timeout_ms > 0 ? ibmc__now_ms() + timeout_ms : 0, left;
@@ -49,7 +56,7 @@ static ssize_t read_msg(struct ibmc_dp *dp, int timeout_ms)
 	int r;
 
 	for (;;) {
-		n = recv(dp->fd, dp->buf, sizeof(dp->buf), MSG_DONTWAIT);
+		n = recv(dp->fd, buf, DP_BUF_SIZE, MSG_DONTWAIT);
 		if (n > 0)
 			return n;
 		if (n == 0)
@@ -98,7 +105,7 @@ static int send_msg(struct ibmc_dp *dp, uint16_t type, const void *body,
 	}
 }
 
-static void stash(struct ibmc_dp *dp, size_t n)
+static void stash(struct ibmc_dp *dp, const uint8_t *buf, size_t n)
 {
 	struct stash *s;
 
@@ -109,7 +116,7 @@ static void stash(struct ibmc_dp *dp, size_t n)
 		return;
 	s->next = NULL;
 	s->len = n;
-	memcpy(s->data, dp->buf, n);
+	memcpy(s->data, buf, n);
 	if (dp->tail)
 		dp->tail->next = s;
 	else
@@ -126,20 +133,20 @@ static int await(struct ibmc_dp *dp, uint16_t want, void *body, size_t blen)
 	ssize_t n;
 
 	for (;;) {
-		n = read_msg(dp, 30000);
+		n = read_msg(dp, dp->ctl, 30000);
 		if (n < 0)
 			return (int)n;
 		if ((size_t)n < sizeof(h))
 			return -EPROTO;
-		memcpy(&h, dp->buf, sizeof(h));
+		memcpy(&h, dp->ctl, sizeof(h));
 		if (h.type == IBMC_DP_RECV) {
-			stash(dp, (size_t)n);
+			stash(dp, dp->ctl, (size_t)n);
 			continue;
 		}
 		if (h.type == IBMC_DP_ERROR) {
 			if ((size_t)n < sizeof(h) + sizeof(e))
 				return -EPROTO;
-			memcpy(&e, dp->buf + sizeof(h), sizeof(e));
+			memcpy(&e, dp->ctl + sizeof(h), sizeof(e));
 			return e.err < 0 ? e.err : -EPROTO;
 		}
 		if (h.type != want)
@@ -147,7 +154,7 @@ static int await(struct ibmc_dp *dp, uint16_t want, void *body, size_t blen)
 		if ((size_t)n < sizeof(h) + blen)
 			return -EPROTO;
 		if (blen)
-			memcpy(body, dp->buf + sizeof(h), blen);
+			memcpy(body, dp->ctl + sizeof(h), blen);
 		return 0;
 	}
 }
@@ -394,7 +401,7 @@ int ibmc__dp_recv(struct ibmc_dp *dp, struct ibmc_dp_recv *hdr,
 			if (left <= 0)
 				left = 0;
 		}
-		n = read_msg(dp, left);
+		n = read_msg(dp, dp->buf, left);
 		if (n < 0)
 			return (int)n;
 		if (!view(dp, dp->buf, (size_t)n, hdr, data, len))

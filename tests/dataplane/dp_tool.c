@@ -26,6 +26,7 @@ static bool have_mgid;
 static long count = 1, timeout_ms = 5000, size = -1, join_state = 1;
 static long interval_us;      /* send: pause between packets */
 static const char *until_file; /* send: stop once this file exists */
+static bool control_between;   /* recv: a control request before printing */
 
 static long ms_since(const struct timespec *t0)
 {
@@ -95,6 +96,15 @@ static int cmd_recv(void)
 		if (ret)
 			die("recv", ret);
 		got++;
+		/* The view of a datagram lasts until the next recv, whatever
+		 * control requests come between (libjob acts on a grant with
+		 * a detach and an SA leave before it reads on): a detach of a
+		 * group this endpoint never attached, refused or not. */
+		if (control_between) {
+			static const uint8_t none[16] = { 0xff, 0x12 };
+
+			ibmc__dp_detach(dp, none, 0xc000);
+		}
 		printf("recv at %ld slid %u sqpn %u dlid %u mcast %u len %zu "
 		       "%.*s\n", ms_since(&t0), h.slid, h.sqpn, h.dlid,
 		       h.is_mcast, len,
@@ -268,6 +278,7 @@ int main(int argc, char **argv)
 		{ "join-state", required_argument, NULL, 'j' },
 		{ "interval-us", required_argument, NULL, 'i' },
 		{ "until-file", required_argument, NULL, 'u' },
+		{ "control-between", no_argument, NULL, 'C' },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *cmd;
@@ -303,6 +314,7 @@ int main(int argc, char **argv)
 		case 'j': join_state = strtol(optarg, NULL, 0); break;
 		case 'i': interval_us = strtol(optarg, NULL, 0); break;
 		case 'u': until_file = optarg; break;
+		case 'C': control_between = true; break;
 		default: return 2;
 		}
 	}

@@ -16,7 +16,7 @@ need_cmd jq jq
 need_file "$DP_BIN" "sim-fabric/ibmcast-dataplane"
 need_file "$DP_TOOL" "tests/dataplane/dp_tool"
 
-plan 14
+plan 15
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ibmcast-dpuc.XXXXXX")
 at_exit "rm -rf '$tmp'"
@@ -58,6 +58,18 @@ is "$end/$badbytes/$left" "end/0/0" \
 	"bytes counted on exactly the links of one path node1 -> node16, 300 on each" ||
 	diag "$(cat "$tmp/links")"
 ok "$([ "$hops" -ge 3 ]; echo $?)" "the path crosses switches ($hops links)"
+
+# A received payload stays readable across control requests made before
+# the next recv (their answers must not overwrite it).
+dp_recv_bg "$tmp/rc" --node node7 --qkey 0x77 --count 2 --timeout-ms 3000 \
+	--control-between
+read -r _ _ lid _ qpn _ < "$tmp/rc"
+"$DP_TOOL" send-uc --node node3 --lid "$lid" --qpn "$qpn" --qkey 0x77 \
+	--size 100 --count 2 > /dev/null 2>&1
+dp_got "$tmp/rc" > /dev/null
+is "$(grep -c 'len 100 hello-[12]x' "$tmp/rc")" 2 \
+	"a payload read before a control request (a detach) is intact after it" ||
+	diag "$(cat "$tmp/rc")"
 
 # Q_Key mismatch: dropped and counted.
 dp_recv_bg "$tmp/rq" --node node5 --qkey 0x1234 --count 1 --timeout-ms 1500
