@@ -1,9 +1,15 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # Shell helpers for the tests of mode pool's keeper (sourced after
-# tests/lib.sh and tests/lib-libjob.sh, with the fabric's env sourced):
+# tests/lib.sh and tests/lib-libjob.sh; pk_fabric sources the fabric's
+# env, which the others need):
 # where the SA and the switches' MFTs say a group reaches, and the steps
 # of tests/libjob/pool_keep_check.
 #
+# Set-up:   pk_need            (what every keeper test needs; PK: the program)
+#           pk_fabric N RADIX JOB  (N hosts up, their env, the job,
+#                              HCA_GIDS; PK_DIR: the run's directory)
+#           pk_start N ARG...  (pool_keep_check on node1..N in mode pool
+#                              with a pool of one group; RUN_PID)
 # Fabric:   pk_hca_gids N      (HCA_GIDS: "NAME GID" of the N nodes' ports)
 #           sa_nodes MGID      (the nodes the SA holds as members, sorted)
 #           sa_members MGID, gone MGID
@@ -104,4 +110,33 @@ pk_hca_gids() {
 	HCA_GIDS=$(hca_gids | grep '^node')
 	[ "$(echo "$HCA_GIDS" | wc -l)" = "$1" ] ||
 		bail_out "ibnetdiscover did not show the $1 nodes' ports: $HCA_GIDS"
+}
+
+pk_need() {
+	libjob_need
+	PK=$top_builddir/tests/libjob/pool_keep_check
+	need_file "$PK" "tests/libjob/pool_keep_check"
+	need_cmd saquery infiniband-diags
+	need_cmd jq jq
+}
+
+# In the test's shell, not a subshell: the fabric, its env and the job
+# stay set for the checks that follow.
+pk_fabric() {
+	sim_up --hosts "$1" --radix "$2" || bail_out "fabric did not come up"
+	# shellcheck disable=SC1091
+	. "$SIM_DIR/env"
+	export IBMCAST_JOB=$3
+	pk_hca_gids "$1"
+	PK_DIR=$(mktemp -d "$SIM_DIR/pk.XXXX")
+}
+
+pk_start() {
+	local n=$1
+	shift
+	IBMCAST_COMM_MODE=pool IBMCAST_MODE_POOL_GROUPS=1 \
+		"$IBMCAST_RUN" -n "$n" --nodes "node[1-$n]" -k 1 --timeout 300 \
+		-- "$PK" --hold "$PK_DIR" "$@" > "$PK_DIR/out" 2>&1 &
+	RUN_PID=$!
+	at_exit "kill $RUN_PID 2> /dev/null"
 }

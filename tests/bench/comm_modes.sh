@@ -236,23 +236,39 @@ for topo in $TOPOS; do
 done
 
 # ---- tables ---------------------------------------------------------------
-# Median over the reps, per (topology, mode, size, k).
+# medians COL [COLS]: per (topology, mode, size, k), the median of column
+# COL over the reps, then the columns COLS ("7,8,10") of the last rep.
+medians() {
+	tail -n +2 "$CSV" | sort -t, -k1,1 -k2,2 -k3,3n -k4,4n -k"$1,$1"g |
+		awk -F, -v c="$1" -v x="${2:-}" '
+		BEGIN { nx = split(x, xs, ",") }
+		function flush() { if (n) print key "," v[int((n + 1) / 2)] rest }
+		{ k = $1 "," $2 "," $3 "," $4
+		  if (k != key) { flush(); key = k; n = 0 }
+		  v[++n] = $c; rest = ""
+		  for (i = 1; i <= nx; i++) rest = rest "," $(xs[i]) }
+		END { flush() }'
+}
+# Effective latency, and rank 0's test figures beside it.
 AGG=$OUT/agg.csv
-tail -n +2 "$CSV" | sort -t, -k1,1 -k2,2 -k3,3n -k4,4n -k6,6n | awk -F, '
-	function flush() { if (n) printf "%s,%s,%s\n", key, v[int((n + 1) / 2)], rest }
-	{ k = $1 "," $2 "," $3 "," $4
-	  if (k != key) { flush(); key = k; n = 0 }
-	  v[++n] = $6; rest = $7 "," $8 "," $10 }
-	END { flush() }' > "$AGG"
-# The same for modeled time (modes_check --timing's model_us): topology,
-# mode, size, k, median.
+medians 6 7,8,10 > "$AGG"
+# Modeled time (modes_check --timing's model_us).
 AGGM=$OUT/agg-model.csv
-tail -n +2 "$CSV" | sort -t, -k1,1 -k2,2 -k3,3n -k4,4n -k11,11g | awk -F, '
-	function flush() { if (n) printf "%s,%s\n", key, v[int((n + 1) / 2)] }
-	{ k = $1 "," $2 "," $3 "," $4
-	  if (k != key) { flush(); key = k; n = 0 }
-	  v[++n] = $11 }
-	END { flush() }' > "$AGGM"
+medians 11 > "$AGGM"
+# sm_steady FILE VALUES: per size, sm's median against steady's in FILE
+# (of this topo and k): the ratio, after the two medians if VALUES is 1.
+sm_steady() {
+	local size
+	for size in $SIZES; do
+		awk -F, -v t="$topo" -v s="$size" -v k="$k" -v both="$2" '
+			$1 == t && $3 == s && $4 == k && $2 == "sm" { a = $5 }
+			$1 == t && $3 == s && $4 == k && $2 == "steady" { b = $5 }
+			END { if (a == "" || b == "" || !b) printf " %24s", "-"
+			      else if (both)
+				printf " %8.1f/%7.1f %6.3fx", a, b, a / b
+			      else printf " %21.3fx  ", a / b }' "$1"
+	done
+}
 for topo in $TOPOS; do
 	for k in $KS; do
 		echo
@@ -277,26 +293,14 @@ for topo in $TOPOS; do
 			echo
 		done
 		printf '%-9s' "sm/steady"
-		for size in $SIZES; do
-			awk -F, -v t="$topo" -v s="$size" -v k="$k" '
-				$1 == t && $3 == s && $4 == k && $2 == "sm" { a = $5 }
-				$1 == t && $3 == s && $4 == k && $2 == "steady" { b = $5 }
-				END { if (a == "" || b == "" || !b) printf " %24s", "-"
-				      else printf " %21.3fx  ", a / b }' "$AGG"
-		done
+		sm_steady "$AGG" 0
 		echo "   (target: at most 1.05x)"
 		# Modeled time: what the fabric model charges from clocks
 		# aligned at the barrier. Only for the modes whose creation
 		# does no SA or SM work (that runs in real time, outside the
 		# model): sm's creation takes a ready group and sends nothing.
 		printf '%-9s' "modeled"
-		for size in $SIZES; do
-			awk -F, -v t="$topo" -v s="$size" -v k="$k" '
-				$1 == t && $3 == s && $4 == k && $2 == "sm" { a = $5 }
-				$1 == t && $3 == s && $4 == k && $2 == "steady" { b = $5 }
-				END { if (a == "" || b == "" || !b) printf " %24s", "-"
-				      else printf " %8.1f/%7.1f %6.3fx", a, b, a / b }' "$AGGM"
-		done
+		sm_steady "$AGGM" 1
 		echo "   (sm/steady us, ratio; deterministic at k = 1)"
 	done
 done

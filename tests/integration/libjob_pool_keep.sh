@@ -19,31 +19,19 @@
 # shellcheck disable=SC1091
 . "$top_srcdir/tests/lib-pool-keep.sh"
 
-libjob_need
-PK=$top_builddir/tests/libjob/pool_keep_check
-need_file "$PK" "tests/libjob/pool_keep_check"
-need_cmd saquery infiniband-diags
-need_cmd jq jq
+pk_need
 plan 14
 
 JOB=402
 export IBMCAST_LOG_LEVEL=info
 
-sim_up --hosts 8 --radix 4 || bail_out "fabric did not come up"
-# shellcheck disable=SC1091
-. "$SIM_DIR/env"
-export IBMCAST_JOB=$JOB
+pk_fabric 8 4 "$JOB"
 # A loaded 2-core host: OpenSM may take seconds to program the switches.
 export IBMCAST_MCAST_TEST_TRIES=2000
 ALL="node1 node2 node3 node4 node5 node6 node7 node8"
-pk_hca_gids 8
 
-d=$(mktemp -d "$SIM_DIR/pk.XXXX")
-IBMCAST_COMM_MODE=pool IBMCAST_MODE_POOL_GROUPS=1 \
-	"$IBMCAST_RUN" -n 8 --nodes 'node[1-8]' -k 1 --timeout 300 \
-	-- "$PK" --first 4 --count 30 --hold "$d" > "$d/out" 2>&1 &
-RUN_PID=$!
-at_exit "kill $RUN_PID 2> /dev/null"
+d=$PK_DIR
+pk_start 8 --first 4 --count 30
 
 # --- the pool's group reaches every node ----------------------------------
 step "$d" built

@@ -21,11 +21,7 @@
 # shellcheck disable=SC1091
 . "$top_srcdir/tests/lib-pool-keep.sh"
 
-libjob_need
-PK=$top_builddir/tests/libjob/pool_keep_check
-need_file "$PK" "tests/libjob/pool_keep_check"
-need_cmd saquery infiniband-diags
-need_cmd jq jq
+pk_need
 plan 9
 
 JOB=404
@@ -34,19 +30,10 @@ export IBMCAST_LOG_LEVEL=info
 # fails: long enough for a loaded host's SA to take the live nodes' joins.
 export IBMCAST_MCAST_TEST_PERIOD_MS=100 IBMCAST_MCAST_TEST_TRIES=60
 
-sim_up --hosts 4 --radix 4 || bail_out "fabric did not come up"
-# shellcheck disable=SC1091
-. "$SIM_DIR/env"
-export IBMCAST_JOB=$JOB
-pk_hca_gids 4
+pk_fabric 4 4 "$JOB"
 
-d=$(mktemp -d "$SIM_DIR/pk.XXXX")
-IBMCAST_COMM_MODE=pool IBMCAST_MODE_POOL_GROUPS=1 IBMCAST_BCAST_ALGO=mcast \
-	"$IBMCAST_RUN" -n 4 --nodes 'node[1-4]' -k 1 --timeout 300 \
-	-- "$PK" --first 2 --count 4 --hold "$d" --stop-rank 3 \
-	> "$d/out" 2>&1 &
-RUN_PID=$!
-at_exit "kill $RUN_PID 2> /dev/null"
+d=$PK_DIR
+IBMCAST_BCAST_ALGO=mcast pk_start 4 --first 2 --count 4 --stop-rank 3
 
 # rank_pid R: the pid of rank R (ibmcast-run's child told IBMCAST_RANK=R).
 rank_pid() {
