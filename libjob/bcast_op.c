@@ -124,10 +124,16 @@ static int64_t fin_rto(const struct ibmc__op *op)
 /* us: how long a member hears nothing from its parent before it takes the
  * parent for gone: a complete subtree stops waiting for the FIN (linger),
  * a member lacking data that heard nothing new from anyone either asks
- * the root (ask_root). */
+ * the root (ask_root). At most a quarter of IBMCAST_BCAST_TIMEOUT_MS:
+ * fin_rto grows on a loaded host (up to IBMC__RTO_MAX_US), and a member
+ * that gave up before it asked would fail a broadcast the root could
+ * still have repaired. */
 static int64_t silence_us(const struct ibmc__op *op)
 {
-	return 8 * fin_rto(op) + 20000;
+	int64_t quiet = 8 * fin_rto(op) + 20000,
+		cap = (int64_t)op->comm->ctx->env.timeout_ms * 1000 / 4;
+
+	return cap > 0 && quiet > cap ? cap : quiet;
 }
 
 /* How long a NACK waits for its repair before it is sent again: measured

@@ -4,9 +4,11 @@
  * hang or corrupt the others. After a warm-up broadcast and a barrier (the
  * data plane reads a new group's tables within its staleness bound; before
  * that multicast reaches nobody and every member depends on its parent's
- * repairs), every rank broadcasts LEN bytes from rank 0 and checks them; then the victim leaves at once, either through
- * ibmc_finalize (which finishes what it owes) or by vanishing with
- * _exit(0), as a crash does on the wire (no drain, no goodbye). The others
+ * repairs) and a fence through the bootstrap, every rank broadcasts LEN
+ * bytes from rank 0 and checks them; then the victim leaves at once,
+ * either through ibmc_finalize (which finishes what it owes) or by
+ * vanishing with _exit(0), as a crash does on the wire (no drain, no
+ * goodbye). The others
  * then call a barrier, which cannot complete without the victim: it must
  * fail within IBMCAST_BCAST_TIMEOUT_MS, never hang. Prints one line per
  * rank: "rank R data ok barrier RC" (or "data BAD").
@@ -33,7 +35,7 @@ int main(int argc, char **argv)
 	ibmc_bootstrap_t bs;
 	ibmc_context_t *ctx;
 	ibmc_comm_t *c;
-	unsigned char *buf;
+	unsigned char *buf, *all;
 	size_t len, i;
 	int victim, rank, rc, bad = 0;
 
@@ -56,10 +58,28 @@ int main(int argc, char **argv)
 	buf = malloc(len ? len : 1);
 	if (!buf)
 		return 1;
-	if (ibmc_bcast(c, buf, 1, 0) || ibmc_barrier(c)) {
-		fprintf(stderr, "early_exit_check: warm-up failed\n");
+	buf[0] = 0;
+	if ((rc = ibmc_bcast(c, buf, 1, 0)) != 0) {
+		fprintf(stderr, "early_exit_check: rank %d: warm-up broadcast: %s\n",
+			rank, strerror(-rc));
 		return 1;
 	}
+	if ((rc = ibmc_barrier(c)) != 0) {
+		fprintf(stderr, "early_exit_check: rank %d: warm-up barrier: %s\n",
+			rank, strerror(-rc));
+		return 1;
+	}
+	/* Every rank is out of the barrier before the victim can leave: a
+	 * rank that lost one of the victim's barrier messages pulls it
+	 * again, which a vanished victim never answers; that is the
+	 * barrier's exposure, not the broadcast's under test. The bootstrap
+	 * is reliable (PMI or TCP), so this fence cannot lose anything. */
+	all = malloc((size_t)bs.size);
+	if (!all || bs.allgather(bs.arg, buf, all, 1)) {
+		fprintf(stderr, "early_exit_check: rank %d: fence failed\n", rank);
+		return 1;
+	}
+	free(all);
 	for (i = 0; i < len; i++)
 		buf[i] = rank == 0 ? byte_at(i) : 0;
 	rc = ibmc_bcast(c, buf, len, 0);
