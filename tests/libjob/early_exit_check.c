@@ -87,7 +87,20 @@ int main(int argc, char **argv)
 		if (buf[i] != byte_at(i))
 			bad = 1;
 	if (rc || bad) {
-		printf("rank %d data BAD (%s)\n", rank, rc ? strerror(-rc) : "bytes differ");
+		ibmc_comm_stats_t st;
+
+		memset(&st, 0, sizeof(st));
+		ibmc_comm_get_stats(c, &st);
+		/* What this rank saw, for the diagnosis of a failure. */
+		printf("rank %d data BAD (%s; bcasts %llu, barriers %llu, stale dropped %llu, duplicates %llu, repairs %llu, timeouts %llu, sent %llu)\n",
+		       rank, rc ? strerror(-rc) : "bytes differ",
+		       (unsigned long long)st.bcasts,
+		       (unsigned long long)st.barriers,
+		       (unsigned long long)st.stale_dropped,
+		       (unsigned long long)st.duplicates,
+		       (unsigned long long)st.repairs,
+		       (unsigned long long)st.timeouts,
+		       (unsigned long long)st.packets_sent);
 		fflush(stdout);
 	}
 	if (rank == victim) {
