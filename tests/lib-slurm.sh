@@ -140,6 +140,11 @@ _slurm_write_conf() {
 	cat > "$SLURM_DIR/slurm.conf" <<EOF
 # Written by tests/lib-slurm.sh for one test.
 ClusterName=ibmctest$$
+# Job ids of their own: Slurm's PMIx plugin names a step's namespace
+# slurm.pmix.JOB.STEP and Open MPI derives its process names and session
+# directories from it; two tests' clusters on one host must not both run
+# job 10 under the same names.
+FirstJobId=$((($$ % 60000) * 1000 + 1))
 SlurmctldHost=localhost
 SlurmctldPort=$ctl
 SlurmdPort=${_slurm_node_port[1]}
@@ -182,6 +187,14 @@ EOF
 	done >> "$SLURM_DIR/slurm.conf"
 	echo "PartitionName=test Nodes=node[1-$n] Default=YES MaxTime=INFINITE State=UP" \
 		>> "$SLURM_DIR/slurm.conf"
+	# The PMIx plugin's fence between nodes as a ring: with the default
+	# one, whose nodes here all share one host, Open MPI 4.1 tasks under
+	# srun --mpi=pmix now and then got a peer's first message while
+	# still in MPI_Init's modex fence, before their PML had registered
+	# for it, and died of SIGSEGV at address 0 (about 1 run in 25 of
+	# 4 tasks, with or without coll/ibmcast loaded; 0 in 150 with the
+	# ring).
+	echo "PMIxCollFence=ring" > "$SLURM_DIR/mpi.conf"
 }
 
 slurm_plugstack() {
