@@ -188,7 +188,11 @@ static int gather_in(struct ibmc__task *t, struct ag *a)
 	return 0;
 }
 
-/* Every local rank's block in: check they agree, take the node's out. */
+/* Every local rank's block in: check they agree, take the node's out.
+ * On a disagreement the other local ranks fail at once; a leader with
+ * network steps runs them all, every send flagged with the error (xfer.h),
+ * and fails at their end, so that every other node learns it from the
+ * data instead of by its timeout. */
 static int gather_wait(struct ibmc__task *t, struct ag *a)
 {
 	const struct ibmc__topo *tp = a->topo;
@@ -203,7 +207,10 @@ static int gather_wait(struct ibmc__task *t, struct ag *a)
 				 t->comm->rank, t->comm->id,
 				 (unsigned long long)a->shm->hdr->flag[i].len,
 				 blen(t));
-			return -EMSGSIZE;
+			if (!a->leader || !a->nsteps)
+				return -EMSGSIZE;
+			a->xs.error = -EMSGSIZE;
+			return 0;
 		}
 	copy_node(t, a, tp->my_node);
 	return 0;
@@ -222,6 +229,10 @@ static int steps_done(struct ibmc__task *t, struct ag *a)
 				break;
 		atomic_store_explicit(&h->beat, a->xs.progress_ms,
 				      memory_order_relaxed);
+		/* After a disagreement the node is told only the failure
+		 * (complete), so that no local rank returns the data. */
+		if (a->xs.error)
+			return s;
 		atomic_store_explicit(&h->steps, (uint64_t)a->call.stamp << 32 |
 				      (uint32_t)s, memory_order_release);
 		return s;
@@ -264,6 +275,8 @@ static int run_steps(struct ibmc__task *t, struct ag *a, int64_t now)
 		return IBMC_INPROGRESS;
 	if (a->leader && !ibmc__xfers_all_done(&a->xs))
 		return IBMC_INPROGRESS;
+	if (a->xs.error)
+		return a->xs.error;	/* every step ran, every send flagged */
 	atomic_store_explicit(&a->shm->hdr->flag[a->topo->local_rank].copied,
 			      a->call.stamp, memory_order_release);
 	return 0;
@@ -307,11 +320,11 @@ static int progress(struct ibmc__task *t, int64_t now)
 		return rc;
 	if (a->state == S_DONE)
 		return 0;
-	if (a->leader && a->state == S_STEPS) {
-		rc = ibmc__xfers_check(&a->xs);
-		if (rc)
-			return rc;
-	}
+	/* A disagreement seen in the data does not end the steps (they
+	 * pass it on, see gather_wait); only silence does. */
+	if (a->leader && a->state == S_STEPS && timeout &&
+	    ibmc__now_ms() - a->xs.progress_ms > timeout)
+		return a->xs.error ? a->xs.error : -ETIMEDOUT;
 	if (ibmc__shm_stale(&a->call, timeout) &&
 	    (!a->leader || a->state != S_STEPS ||
 	     ibmc__now_ms() - a->xs.progress_ms > timeout)) {

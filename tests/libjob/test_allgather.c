@@ -674,6 +674,10 @@ int main(void)
 		  "another block length" },
 		{ "allgather", "mcast", 0, -EMSGSIZE, "another block length" },
 	};
+	static const struct mm_case mm_node_cases[] = {
+		{ "allgather", "shm_leader", 0, -EMSGSIZE,
+		  "another block length" },
+	};
 	static const size_t big[] = { 16u << 20 }, big_count[] = { 2u << 20 },
 			    small[] = { 0, 1, 3000 };
 	static const size_t nb_sizes[] = { 0, 1, 3000, 200000 },
@@ -772,6 +776,15 @@ int main(void)
 		}
 	}
 	mm_nb = 0;
+	/* The node-leader algorithms: a disagreement inside a node (rank 1
+	 * and its node-mate) and across nodes (one rank per node); a
+	 * leader that saw it still runs every network step, with its
+	 * sends flagged, so that every other node learns it at once. */
+	for (i = 0; i < sizeof(mm_node_cases) / sizeof(mm_node_cases[0]); i++) {
+		mismatch_on(&mm_node_cases[i], 4, two4, ", 2 per node");
+		mismatch_on(&mm_node_cases[i], 7, uneven7, ", uneven nodes");
+		mismatch_on(&mm_node_cases[i], 7, one_per7, ", 1 per node");
+	}
 
 	/* The one rule the MPI integrations ask before taking a call. */
 	tap_ok(!ibmc_op_valid(IBMC_SUM, IBMC_LONG_DOUBLE) &&
