@@ -108,6 +108,9 @@ static int reduce_node(struct ibmc__task *t, struct ars *s)
 	for (i = 0; i < tp->local_size; i++)
 		if (s->shm->hdr->flag[i].len != agreement(t, s)) {
 			uint64_t o = s->shm->hdr->flag[i].len;
+			int err = (uint32_t)o != (uint32_t)len ? -EMSGSIZE :
+				  -EINVAL;
+			struct ibmc__xfers *xs = s->inner.priv;
 
 			ibmc_log(IBMC_LOG_ERROR,
 				 "libibmcast: rank %d: communicator %08x: allreduce: rank %d on this node passes %u bytes (tag %08x), this rank %zu (tag %08x): the ranks' arguments disagree",
@@ -115,9 +118,23 @@ static int reduce_node(struct ibmc__task *t, struct ars *s)
 				 tp->ranks[tp->first[tp->my_node] + i],
 				 (uint32_t)o, (uint32_t)(o >> 32), len,
 				 ibmc__ar_tag(s->a, 0));
-			return (uint32_t)o != (uint32_t)len ? -EMSGSIZE :
-			       -EINVAL;
+			if (!s->inner_on || !xs)
+				return err;
+			/* The leaders' reduce still runs to its end, every
+			 * send flagged with the error (xfer.h; its state
+			 * starts with its transfers), and ends with it: rank
+			 * 0 learns it from the data and its broadcast of the
+			 * result carries it to every member, where the other
+			 * nodes timed out. */
+			if (!xs->error)
+				xs->error = err;
+			break;
 		}
+	if (i < tp->local_size) {
+		atomic_store_explicit(&s->shm->hdr->flag[0].copied,
+				      s->call.stamp, memory_order_release);
+		return 0;
+	}
 	/* acc = v0 op (v1 op (... op vn-1)): the lower rank on the left. */
 	if (len) {
 		memcpy(s->a->buf, s->shm->data + (size_t)(tp->local_size - 1) *

@@ -677,6 +677,8 @@ int main(void)
 	static const struct mm_case mm_node_cases[] = {
 		{ "allgather", "shm_leader", 0, -EMSGSIZE,
 		  "another block length" },
+		{ "allreduce", "shm_mcast", 0, -EMSGSIZE, "another count" },
+		{ "allreduce", "shm_mcast", 1, -EINVAL, "another operation" },
 	};
 	static const size_t big[] = { 16u << 20 }, big_count[] = { 2u << 20 },
 			    small[] = { 0, 1, 3000 };
