@@ -375,12 +375,16 @@ static void complete(struct ibmc__task *t, int rc)
 	}
 }
 
-/* After completion only a peer leader's lost acknowledgments matter; a
- * failed call takes nothing more into the segment. */
+/* After completion only a peer leader's lost acknowledgments matter. A
+ * failed call answers them too once every transfer it posted is done (a
+ * disagreement runs them all to their end): then input only acknowledges
+ * again; else it takes nothing more into the segment. */
 static void late(struct ibmc__task *t, const struct ibmc__hdr *h,
 		 const unsigned char *payload, size_t plen, int is_mcast)
 {
-	if (!t->rc)
+	struct ag *a = t->priv;
+
+	if (!t->rc || (a->leader && ibmc__xfers_all_done(&a->xs)))
 		ibmc__xfers_task_input(t, h, payload, plen, is_mcast);
 }
 

@@ -251,7 +251,12 @@ static void late(struct ibmc__task *t, const struct ibmc__hdr *h,
 {
 	struct ars *s = t->priv;
 
-	if (s->inner_on && !t->rc)
+	/* A failed call answers too once every transfer of the leaders'
+	 * reduce is done (a disagreement runs them all to their end, see
+	 * reduce_node): then input only acknowledges again. */
+	if (s->inner_on &&
+	    (!t->rc || (s->inner.priv &&
+			ibmc__xfers_all_done(s->inner.priv))))
 		s->inner.ops->late(&s->inner, h, payload, plen, is_mcast);
 }
 

@@ -8,10 +8,9 @@
  * bytes from rank 0 and checks them; then the victim leaves at once,
  * either through ibmc_finalize (which finishes what it owes) or by
  * vanishing with _exit(0), as a crash does on the wire (no drain, no
- * goodbye). The others
- * then call a barrier, which cannot complete without the victim: it must
- * fail within IBMCAST_BCAST_TIMEOUT_MS, never hang. Prints one line per
- * rank: "rank R data ok barrier RC" (or "data BAD").
+ * goodbye). The others then call a barrier, which cannot complete without
+ * the victim: it must fail within IBMCAST_BCAST_TIMEOUT_MS, never hang.
+ * Prints one line per rank: "rank R data ok barrier RC" (or "data BAD").
  *
  * Usage: early_exit_check VICTIM finalize|vanish LEN [ALGO]
  */
