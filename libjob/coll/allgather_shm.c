@@ -320,14 +320,12 @@ static int progress(struct ibmc__task *t, int64_t now)
 		return rc;
 	if (a->state == S_DONE)
 		return 0;
-	/* A disagreement seen in the data does not end the steps (they
-	 * pass it on, see gather_wait); only silence does. */
-	if (a->leader && a->state == S_STEPS && timeout &&
-	    ibmc__now_ms() - a->xs.progress_ms > timeout)
-		return a->xs.error ? a->xs.error : -ETIMEDOUT;
-	if (ibmc__shm_stale(&a->call, timeout) &&
-	    (!a->leader || a->state != S_STEPS ||
-	     ibmc__now_ms() - a->xs.progress_ms > timeout)) {
+	/* A leader in its steps ends only on its transfers' silence: a
+	 * disagreement seen in the data does not end the steps (they pass
+	 * it on, see gather_wait). */
+	if (a->leader && a->state == S_STEPS)
+		return ibmc__xfers_result(&a->xs, 0);
+	if (ibmc__shm_stale(&a->call, timeout)) {
 		ibmc_log(IBMC_LOG_ERROR,
 			 "libibmcast: rank %d: communicator %08x: allgather #%u: nothing moved on this node for %d ms (a local rank or the node leader is gone?)",
 			 t->comm->rank, t->comm->id, t->seq, timeout);

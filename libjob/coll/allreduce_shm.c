@@ -93,50 +93,57 @@ static int write_in(struct ibmc__task *t, struct ars *s)
 	return 0;
 }
 
+/* 0 when every local rank passed what this one did; else logs the first
+ * that did not and returns -EMSGSIZE (another length) or -EINVAL. */
+static int node_disagrees(struct ibmc__task *t, struct ars *s)
+{
+	const struct ibmc__topo *tp = s->topo;
+	uint64_t o;
+	int i;
+
+	for (i = 0; i < tp->local_size; i++) {
+		o = s->shm->hdr->flag[i].len;
+		if (o == agreement(t, s))
+			continue;
+		ibmc_log(IBMC_LOG_ERROR,
+			 "libibmcast: rank %d: communicator %08x: allreduce: rank %d on this node passes %u bytes (tag %08x), this rank %zu (tag %08x): the ranks' arguments disagree",
+			 t->comm->rank, t->comm->id,
+			 tp->ranks[tp->first[tp->my_node] + i],
+			 (uint32_t)o, (uint32_t)(o >> 32), t->args.len,
+			 ibmc__ar_tag(s->a, 0));
+		return (uint32_t)o != (uint32_t)t->args.len ? -EMSGSIZE :
+		       -EINVAL;
+	}
+	return 0;
+}
+
 /* Leader: every vector in, reduced in rank order into its buffer, where
  * the leaders' reduce takes it from. */
 static int reduce_node(struct ibmc__task *t, struct ars *s)
 {
 	const struct ibmc__topo *tp = s->topo;
+	struct ibmc__xfers *xs = s->inner.priv;
 	size_t len = t->args.len;
-	int i;
+	int i, err;
 
 	if (!s->leader)
 		return 0;
 	if (ibmc__shm_wait_all(&s->call, tp->local_size, 0, s->call.stamp))
 		return IBMC_INPROGRESS;
-	for (i = 0; i < tp->local_size; i++)
-		if (s->shm->hdr->flag[i].len != agreement(t, s)) {
-			uint64_t o = s->shm->hdr->flag[i].len;
-			int err = (uint32_t)o != (uint32_t)len ? -EMSGSIZE :
-				  -EINVAL;
-			struct ibmc__xfers *xs = s->inner.priv;
-
-			ibmc_log(IBMC_LOG_ERROR,
-				 "libibmcast: rank %d: communicator %08x: allreduce: rank %d on this node passes %u bytes (tag %08x), this rank %zu (tag %08x): the ranks' arguments disagree",
-				 t->comm->rank, t->comm->id,
-				 tp->ranks[tp->first[tp->my_node] + i],
-				 (uint32_t)o, (uint32_t)(o >> 32), len,
-				 ibmc__ar_tag(s->a, 0));
-			if (!s->inner_on || !xs)
-				return err;
-			/* The leaders' reduce still runs to its end, every
-			 * send flagged with the error (xfer.h; its state
-			 * starts with its transfers), and ends with it: rank
-			 * 0 learns it from the data and its broadcast of the
-			 * result carries it to every member, where the other
-			 * nodes timed out. */
-			if (!xs->error)
-				xs->error = err;
-			break;
-		}
-	if (i < tp->local_size) {
-		atomic_store_explicit(&s->shm->hdr->flag[0].copied,
-				      s->call.stamp, memory_order_release);
-		return 0;
-	}
-	/* acc = v0 op (v1 op (... op vn-1)): the lower rank on the left. */
-	if (len) {
+	err = node_disagrees(t, s);
+	if (err) {
+		if (!s->inner_on || !xs)
+			return err;
+		/* The leaders' reduce still runs to its end, every send
+		 * flagged with the error (xfer.h; its state starts with its
+		 * transfers), and ends with it: rank 0 learns it from the
+		 * data and its broadcast of the result carries it to every
+		 * member, where the other nodes timed out. */
+		if (!xs->error)
+			xs->error = err;
+	} else if (len) {
+		/* acc = v0 op (v1 op (... op vn-1)): the lower rank on the
+		 * left. */
 		memcpy(s->a->buf, s->shm->data + (size_t)(tp->local_size - 1) *
 		       len, len);
 		for (i = tp->local_size - 2; i >= 0; i--)
