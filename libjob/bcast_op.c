@@ -239,6 +239,13 @@ int ibmc__op_send_ctl(struct ibmc__op *op, int to, int kind, uint32_t a,
 	return ibmc__send_pkt(op->comm, to, &h, NULL, 0);
 }
 
+/* Ask member to for fragment 0, which carries the broadcast's shape (a
+ * REQ of one fragment: its holder answers it as a NACK). */
+static void ask_first_fragment(struct ibmc__op *op, int to)
+{
+	ibmc__op_send_ctl(op, to, IBMC__K_REQ, 0, 0, 1, 0);
+}
+
 /* Communicator rank r's place among the op's members (-1: none). */
 static int index_of(const struct ibmc__op *op, int r)
 {
@@ -865,18 +872,8 @@ void ibmc__op_input(struct ibmc__op *op, const struct ibmc__hdr *h,
 	if (!op->known) {
 		if (h->kind == IBMC__K_ACK && h->a > 0 &&
 		    (int)h->src != op->root) {
-			/* A child holds data we never saw (nor its shape):
-			 * ask it for the first fragment, which carries it. */
-			struct ibmc__hdr r;
-
-			memset(&r, 0, sizeof(r));
-			r.kind = IBMC__K_REQ;
-			r.comm_id = op->comm->id;
-			r.version = op->comm->version;
-			r.seq = op->seq;
-			r.src = op->me;
-			r.mask = 1;
-			ibmc__send_pkt(op->comm, (int)h->src, &r, NULL, 0);
+			/* A child holds data we never saw (nor its shape). */
+			ask_first_fragment(op, (int)h->src);
 			return;
 		}
 		if (h->kind != IBMC__K_DATA)
@@ -1169,6 +1166,40 @@ static void root_fin(struct ibmc__op *op)
 		op->kids[i].fin_sent = 1;
 }
 
+/* us: when a member that has not seen one fragment yet asks the root for
+ * the first (ask_shape); INT64_MAX for the root. */
+static int64_t ask_shape_at(const struct ibmc__op *op)
+{
+	int64_t quiet = silence_us(op), t = op->root_req_next;
+
+	if (op->me == op->root || op->known)
+		return INT64_MAX;
+	if (op->last_progress * 1000 + quiet > t)
+		t = op->last_progress * 1000 + quiet;
+	return t;
+}
+
+/*
+ * A member that heard nothing of the broadcast for a while asks the root
+ * for its first fragment. Its parent may have left before it forwarded a
+ * byte (it returned early, then crashed or exited): without the shape the
+ * member knows neither its tree nor what it lacks, so ask_root() cannot
+ * act, and nobody else will send to it. A root that has not sent that
+ * fragment yet (it is late, the common case) ignores the request. The
+ * interval doubles from one silence (at most a quarter of the timeout)
+ * so that members waiting for a late root send a few packets, not a
+ * stream.
+ */
+static void ask_shape(struct ibmc__op *op, int64_t now)
+{
+	if (now < ask_shape_at(op))
+		return;
+	ask_first_fragment(op, op->root);
+	op->root_req_next = now + (silence_us(op) << op->shape_asks);
+	if (op->shape_asks < 8)
+		op->shape_asks++;
+}
+
 /* us: when ask_root() may ask next, for a member lacking data whose
  * parent is not the root; INT64_MAX else. */
 static int64_t ask_root_at(const struct ibmc__op *op)
@@ -1259,6 +1290,8 @@ void ibmc__op_progress(struct ibmc__op *op, int64_t now)
 			}
 			return;
 		}
+	} else {
+		ask_shape(op, now);
 	}
 	if (timeout && ibmc__now_ms() - op->last_progress > timeout)
 		finish(op, -ETIMEDOUT);
@@ -1270,8 +1303,10 @@ int64_t ibmc__op_next_deadline(const struct ibmc__op *op)
 	int64_t d = INT64_MAX, t;
 	int i;
 
-	if (!op->known || op->done)
+	if (op->done)
 		return d;
+	if (!op->known)
+		return ask_shape_at(op);
 	limit = op_limit(op);
 	for (i = 0; i < op->tree.nchildren; i++) {
 		t = child_deadline(op, &op->kids[i], limit);

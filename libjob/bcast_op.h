@@ -138,7 +138,9 @@ struct ibmc__op {
 	int64_t req_next;	/* us: earliest next repair request */
 	int64_t parent_heard;	/* us: the parent's last unicast packet */
 	int64_t root_req_next;	/* us: earliest next request to the root
-				 * (parent silent: ask_root) */
+				 * (parent silent: ask_root; no fragment
+				 * yet: ask_shape) */
+	int shape_asks;		/* ask_shape's requests so far */
 	int remcast_ok;		/* the last re-multicast made progress */
 	int64_t last_progress;	/* ms */
 

@@ -89,6 +89,7 @@ libjob_tests = \
 	tests/libjob/test_barrier \
 	tests/libjob/test_early_return \
 	tests/libjob/test_late_create \
+	tests/libjob/test_late_root \
 	tests/libjob/test_allgather \
 	tests/libjob/test_node_shm \
 	tests/libjob/test_bcast_node \
@@ -122,6 +123,9 @@ tests_libjob_test_early_return_LDADD = $(libjob_test_ldadd)
 tests_libjob_test_late_create_SOURCES = tests/libjob/test_late_create.c \
 	$(libjob_test_helpers)
 tests_libjob_test_late_create_LDADD = $(libjob_test_ldadd)
+tests_libjob_test_late_root_SOURCES = tests/libjob/test_late_root.c \
+	$(libjob_test_helpers)
+tests_libjob_test_late_root_LDADD = $(libjob_test_ldadd)
 tests_libjob_test_allgather_SOURCES = tests/libjob/test_allgather.c \
 	$(libjob_test_helpers)
 tests_libjob_test_allgather_LDADD = $(libjob_test_ldadd)

@@ -10,9 +10,13 @@
  * vanishing with _exit(0), as a crash does on the wire (no drain, no
  * goodbye). The others then call a barrier, which cannot complete without
  * the victim: it must fail within IBMCAST_BCAST_TIMEOUT_MS, never hang.
+ * With "before" the victim vanishes after the fence, before the
+ * broadcast: its subtree gets no forward at all, not even the shape, and
+ * must still get the data (from the root); the root, which never hears
+ * the victim's ack, fails within the timeout.
  * Prints one line per rank: "rank R data ok barrier RC" (or "data BAD").
  *
- * Usage: early_exit_check VICTIM finalize|vanish LEN [ALGO]
+ * Usage: early_exit_check VICTIM finalize|vanish|before LEN [ALGO]
  */
 #include "config.h"
 
@@ -38,8 +42,9 @@ int main(int argc, char **argv)
 	size_t len, i;
 	int victim, rank, rc, bad = 0;
 
-	if (argc < 4 || (strcmp(argv[2], "finalize") && strcmp(argv[2], "vanish"))) {
-		fprintf(stderr, "usage: early_exit_check VICTIM finalize|vanish LEN [ALGO]\n");
+	if (argc < 4 || (strcmp(argv[2], "finalize") &&
+			 strcmp(argv[2], "vanish") && strcmp(argv[2], "before"))) {
+		fprintf(stderr, "usage: early_exit_check VICTIM finalize|vanish|before LEN [ALGO]\n");
 		return 64;
 	}
 	victim = atoi(argv[1]);
@@ -79,6 +84,11 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	free(all);
+	if (rank == victim && !strcmp(argv[2], "before")) {
+		printf("rank %d left before the broadcast\n", rank);
+		fflush(stdout);
+		_exit(0);
+	}
 	for (i = 0; i < len; i++)
 		buf[i] = rank == 0 ? byte_at(i) : 0;
 	rc = ibmc_bcast(c, buf, len, 0);
