@@ -187,6 +187,7 @@ int ibmc__wire_decode(const void *buf, size_t len, struct ibmc__hdr *h)
 	case IBMC__K_PROBE:
 	case IBMC__K_FIN:
 	case IBMC__K_PULL:
+	case IBMC__K_XSTOP:
 		return 0;
 	default:
 		return -EBADMSG;

@@ -80,6 +80,9 @@ enum ibmc__kind {
 	/* The job's own pool (pool_keep.c): a = its operation, b and seq
 	 * as that says; a payload may follow. */
 	IBMC__K_POOL = 18,
+	/* A point-to-point collective's members disagree (xfer.h): flags
+	 * ESIZE or EINVAL; every member that hears it fails at once. */
+	IBMC__K_XSTOP = 19,
 };
 
 #define IBMC__MT_WAITING 0xffffffffu

@@ -80,6 +80,41 @@ static void fill(const struct ibmc__xfers *xs, struct ibmc__hdr *h, int kind,
 	h->b = tag;
 }
 
+void ibmc__xfers_stop_all(struct ibmc__xfers *xs, const int *group, int n,
+			  uint32_t tag)
+{
+	xs->stop_all = 1;
+	xs->stop_group = group;
+	xs->stop_n = n;
+	xs->stop_tag = tag & ~TAG_ID(~0u);
+}
+
+/* The members disagree (err: -EMSGSIZE or -EINVAL): remember it (every
+ * send from now on carries it) and, with ibmc__xfers_stop_all, tell the
+ * others and stop. Notices are error handling, not modeled. */
+static void disagree(struct ibmc__xfers *xs, int err)
+{
+	struct ibmc_comm *c = xs->task->comm;
+	struct ibmc__hdr h;
+	int i, k, r;
+
+	if (!xs->error)
+		xs->error = err;
+	if (!xs->stop_all || xs->stopped)
+		return;
+	xs->stopped = 1;
+	fill(xs, &h, IBMC__K_XSTOP, 0);
+	h.flags = xs->error == -EMSGSIZE ? IBMC__F_ESIZE : IBMC__F_EINVAL;
+	ibmc__model_quiet_on(c->ctx);
+	for (k = 0; k < 2; k++)
+		for (i = 0; i < xs->stop_n; i++) {
+			r = xs->stop_group ? xs->stop_group[i] : i;
+			if (r != c->rank)
+				ibmc__send_pkt(c, r, &h, NULL, 0);
+		}
+	ibmc__model_quiet_off(c->ctx);
+}
+
 static size_t frag_len(const struct ibmc__xfer *x, uint32_t f)
 {
 	size_t off = (size_t)f * x->fragsz;
@@ -362,24 +397,37 @@ static void on_data(struct ibmc__xfers *xs, const struct ibmc__hdr *h,
 		    const unsigned char *payload, size_t plen)
 {
 	struct ibmc__xfer *x = find(xs, 0, (int)h->src, h->b);
-	uint32_t f = h->a;
+	uint32_t f = h->a, other = (h->b ^ xs->stop_tag) & ~TAG_ID(~0u);
 
+	if (xs->stop_all && other) {
+		/* Another algorithm, datatype or operation: its rounds need
+		 * not be ours (no transfer may ever match it). */
+		if (!xs->stopped)
+			ibmc_log(IBMC_LOG_ERROR,
+				 "libibmcast: rank %d: communicator %08x: rank %u sends tag %08x where this rank's tags are %08x: the ranks' arguments disagree",
+				 xs->task->comm->rank, xs->task->comm->id,
+				 h->src, h->b, xs->stop_tag);
+		disagree(xs, other & IBMC__XTAG_ALGO_MASK ? -EMSGSIZE :
+			     -EINVAL);
+		return;
+	}
 	if (!x) {
 		/* not posted yet */
 		ibmc__xkept_add(&xs->kept, xs->task->comm->ctx, h, payload,
 				plen);
 		return;
 	}
-	if (!xs->error && (h->flags & (IBMC__F_ESIZE | IBMC__F_EINVAL)))
-		xs->error = h->flags & IBMC__F_ESIZE ? -EMSGSIZE : -EINVAL;
+	if (h->flags & (IBMC__F_ESIZE | IBMC__F_EINVAL))
+		disagree(xs, h->flags & IBMC__F_ESIZE ? -EMSGSIZE : -EINVAL);
 	if (x->tag != h->b || h->len != x->len) {
 		if (!x->scratch)
 			ibmc_log(IBMC_LOG_ERROR,
 				 "libibmcast: rank %d: communicator %08x: rank %u sends %u bytes (tag %08x) where this rank expects %zu (tag %08x): the ranks' arguments disagree",
 				 xs->task->comm->rank, xs->task->comm->id,
 				 h->src, h->len, h->b, x->len, x->tag);
-		if (!xs->error)
-			xs->error = h->len != x->len ? -EMSGSIZE : -EINVAL;
+		disagree(xs, h->len != x->len ||
+			     ((h->b ^ x->tag) & IBMC__XTAG_ALGO_MASK) ?
+			     -EMSGSIZE : -EINVAL);
 		if (adopt(x, h))
 			return;
 	}
@@ -473,6 +521,8 @@ void ibmc__xfers_input(struct ibmc__xfers *xs, const struct ibmc__hdr *h,
 		on_data(xs, h, payload, plen);
 	else if (h->kind == IBMC__K_XACK)
 		on_ack(xs, h);
+	else if (h->kind == IBMC__K_XSTOP && xs->stop_all)
+		disagree(xs, h->flags & IBMC__F_ESIZE ? -EMSGSIZE : -EINVAL);
 }
 
 int64_t ibmc__xfers_progress(struct ibmc__xfers *xs, int64_t now)
@@ -535,6 +585,8 @@ int ibmc__xfers_result(struct ibmc__xfers *xs, int finished)
 {
 	int timeout = xs->task->comm->ctx->env.timeout_ms;
 
+	if (xs->stopped)
+		return xs->error;
 	if (finished && ibmc__xfers_all_done(xs))
 		return xs->error;
 	/* A peer that ran another shape of the call (auto chose another

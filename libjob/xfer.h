@@ -27,6 +27,12 @@
 #include "libjob/task.h"
 #include "libjob/wire.h"
 
+/* Tag bits that name the algorithm (ibmc__ar_tag): members whose tags
+ * differ there ran different algorithms, which auto chooses by length,
+ * so the disagreement is reported as one on the length (-EMSGSIZE). */
+#define IBMC__XTAG_ALGO_SHIFT 27
+#define IBMC__XTAG_ALGO_MASK (0xfu << IBMC__XTAG_ALGO_SHIFT)
+
 struct ibmc__xfer {
 	int peer;		/* communicator rank; -1: slot unused */
 	int send;		/* 1: we send, 0: we receive */
@@ -91,6 +97,14 @@ struct ibmc__xfers {
 	int error;		/* -EMSGSIZE, -EINVAL: the peers disagree
 				 * (seen here or carried by a peer's data);
 				 * every send from then on carries it */
+	/* ibmc__xfers_stop_all: the members told of a disagreement
+	 * (communicator ranks; NULL: the whole communicator), and whether
+	 * the transfers stopped (told, or told by a peer). */
+	int stop_all;
+	const int *stop_group;
+	int stop_n;
+	uint32_t stop_tag;	/* the high 16 bits every tag must carry */
+	int stopped;
 	int64_t progress_ms;	/* last new fragment or acknowledgment */
 	int64_t next;		/* us: the next timer, set by progress */
 	struct ibmc__xkept_list kept;	/* for receives not posted yet */
@@ -99,6 +113,22 @@ struct ibmc__xfers {
 /* n transfer slots. 0 or -ENOMEM. */
 int ibmc__xfers_init(struct ibmc__xfers *xs, struct ibmc__task *t, int n);
 void ibmc__xfers_fini(struct ibmc__xfers *xs);
+
+/*
+ * On a disagreement, tell the n members (communicator ranks group[i];
+ * group NULL: ranks 0..n-1) at once, and stop: the task fails with it
+ * now, as does every member that hears it, and so does every member that
+ * enters the collective later. For algorithms whose members may have
+ * run different algorithms (auto's choice by the vector's length): there
+ * the data path alone would leave some waiting for rounds that never
+ * come, until the timeout, and a peer's datagram may match no transfer
+ * at all; so every datagram's tag is checked against tag's high 16 bits
+ * (the datatype, operation and algorithm) as it arrives. Each member
+ * that learns it tells the others (twice), so a notice lost to the
+ * fabric is made up by the others'.
+ */
+void ibmc__xfers_stop_all(struct ibmc__xfers *xs, const int *group, int n,
+			  uint32_t tag);
 
 /* Post slot i: send len bytes of buf to peer, or receive them into buf.
  * buf stays valid until the transfer is done. 0 or -errno. */
@@ -137,7 +167,8 @@ int ibmc__xfers_all_done(struct ibmc__xfers *xs);
 int ibmc__xfers_check(const struct ibmc__xfers *xs);
 
 /* A transfer task's progress result (consuming the receives as
- * ibmc__xfers_all_done does): when the task has posted all it will
+ * ibmc__xfers_all_done does): stopped (ibmc__xfers_stop_all), the
+ * disagreement at once; when the task has posted all it will
  * (finished) and every transfer is done, 0 or the peers' disagreement
  * (-EMSGSIZE, -EINVAL: the task ran to its end so that its peers, which
  * learn it from its data, end too instead of timing out); else, when

@@ -29,6 +29,7 @@
 #include "libjob/stages.h"
 #include "libjob/task.h"
 #include "libjob/topo.h"
+#include "libjob/xfer.h"
 
 static const struct ibmc__algo_desc algos[] = {
 	{ IBMC__AR_RD, "recursive_doubling",
@@ -75,8 +76,10 @@ void ibmc__ar_count(struct ibmc_comm *c, int rc, int algo)
 
 uint32_t ibmc__ar_tag(const struct ibmc__ar_args *a, int round)
 {
-	return (uint32_t)round | (uint32_t)a->dtype << 16 |
-	       (uint32_t)a->op << 24;
+	return (uint32_t)round | ((uint32_t)a->dtype & 0x3f) << 16 |
+	       ((uint32_t)a->op & 0x1f) << 22 |
+	       ((uint32_t)a->tag_algo << IBMC__XTAG_ALGO_SHIFT &
+		IBMC__XTAG_ALGO_MASK);
 }
 
 /* The point-to-point algorithms: the named one, or auto's by size. */
@@ -140,6 +143,7 @@ static struct ibmc__ar_args *args_new(const void *sendbuf, void *recvbuf,
 	a->group = NULL;
 	a->gsize = a->grank = 0;
 	a->to_root = 0;
+	a->tag_algo = 0;
 	if (sendbuf != IBMC_IN_PLACE && len)
 		memmove(recvbuf, sendbuf, len);
 	return a;

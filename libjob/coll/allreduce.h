@@ -36,6 +36,10 @@ struct ibmc__ar_args {
 	/* Rabenseifner: the result on group member 0 only (a gather instead
 	 * of the allgather), for a multicast of it. */
 	int to_root;
+	/* The algorithm running (IBMC__AR_*), set at its start: in every
+	 * tag (ibmc__ar_tag), so that members that ran different ones see
+	 * it in the first datagram, even where the lengths happen to agree. */
+	int tag_algo;
 };
 
 /* The members an algorithm runs among (the group, or the whole
@@ -64,7 +68,8 @@ extern const struct ibmc__task_ops ibmc__allreduce_tree_ops;
  * first half of "shm_mcast"). */
 extern const struct ibmc__task_ops ibmc__allreduce_shm_ops;
 
-/* The transfer tag: the round, and what every rank must agree on. */
+/* The transfer tag: the round (low 16 bits: xfer.h), and what every rank
+ * must agree on: the datatype, the operation and the algorithm. */
 uint32_t ibmc__ar_tag(const struct ibmc__ar_args *a, int round);
 
 #endif

@@ -146,6 +146,7 @@ static int start(struct ibmc__task *t)
 		return -ENOMEM;
 	}
 	r->a = a;
+	a->tag_algo = IBMC__AR_RABENSEIFNER;
 	t->priv = r;
 	r->es = a->count ? len / a->count : 1;
 	ibmc__ar_place(a, t->comm, &r->size, &r->me);
@@ -164,6 +165,8 @@ static int start(struct ibmc__task *t)
 	rc = ibmc__xfers_init(&r->xs, t, 2 + 4 * r->m);
 	if (rc)
 		return rc;
+	/* As recursive doubling's (auto's line by length). */
+	ibmc__xfers_stop_all(&r->xs, a->group, r->size, ibmc__ar_tag(a, 0));
 	if (r->out)
 		return a->to_root ? 0 :
 		       ibmc__xfer_post(&r->xs, 1, 0,

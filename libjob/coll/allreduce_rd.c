@@ -4,9 +4,11 @@
  * round k a rank and its partner (rank ^ 2^k among the 2^m ranks that
  * take part) swap their whole partial vectors and both compute lower op
  * higher, so both hold the same bits. With P not a power of two, the
- * first 2 (P - 2^m) ranks pair up first: the even one sends its vector to
- * the odd one (which reduces even op odd and takes part) and gets the
- * result back at the end. Every round's vector is kept until its transfer
+ * first 2 (P - 2^m) ranks pair up first: the odd one sends its vector to
+ * the even one (which reduces even op odd and takes part) and gets the
+ * result back at the end, as in Rabenseifner's (allreduce_rab.c): members
+ * that disagree on the count across auto's line between the two still
+ * exchange a datagram in every pair, and see it. Every round's vector is kept until its transfer
  * is acknowledged (a resend must carry the same bytes). It runs among a
  * group of members when asked (the node leaders of "shm_mcast").
  */
@@ -21,8 +23,8 @@
 #include "libjob/reduce.h"
 #include "libjob/xfer.h"
 
-/* Slots: 0 fold (even sends / odd receives), 1 unfold (odd sends the
- * result / even receives it), then per round k: 2 + 2k receive, 3 + 2k
+/* Slots: 0 fold (odd sends / even receives), 1 unfold (even sends the
+ * result / odd receives it), then per round k: 2 + 2k receive, 3 + 2k
  * send. */
 struct rd {
 	struct ibmc__xfers xs;
@@ -30,7 +32,7 @@ struct rd {
 	int rounds, newrank, role;	/* role: 0 takes part, 1 folded out */
 	int round;			/* next round to send */
 	int taken;			/* this rank's vector taken from buf */
-	int folded;			/* odd rank: the even's vector is in */
+	int folded;			/* even rank: the odd's vector is in */
 	unsigned char **vec;		/* vec[k]: the partial vector sent in
 					 * round k; vec[rounds]: the result */
 	unsigned char **in;		/* in[k]: received in round k */
@@ -40,7 +42,7 @@ struct rd {
 /* The communicator rank of the rank numbered newrank among the 2^m. */
 static int real_rank(const struct ibmc__ar_args *a, int newrank, int rem)
 {
-	return ibmc__ar_member(a, newrank < rem ? 2 * newrank + 1 :
+	return ibmc__ar_member(a, newrank < rem ? 2 * newrank :
 			       newrank + rem);
 }
 
@@ -57,6 +59,7 @@ static int start(struct ibmc__task *t)
 		return -ENOMEM;
 	}
 	d->a = a;
+	a->tag_algo = IBMC__AR_RD;
 	t->priv = d;
 	ibmc__ar_place(a, t->comm, &P, &me);
 	while (p2 * 2 <= P)
@@ -65,7 +68,7 @@ static int start(struct ibmc__task *t)
 	while ((1 << d->rounds) < p2)
 		d->rounds++;
 	if (me < 2 * rem) {
-		d->role = me % 2 == 0;
+		d->role = me % 2;
 		d->newrank = me / 2;
 	} else {
 		d->newrank = me - rem;
@@ -77,9 +80,12 @@ static int start(struct ibmc__task *t)
 	rc = ibmc__xfers_init(&d->xs, t, 2 + 2 * d->rounds);
 	if (rc)
 		return rc;
+	/* Auto takes another algorithm above IBMC__AR_SHORT_BYTES: members
+	 * that disagree on the count may not even share the rounds. */
+	ibmc__xfers_stop_all(&d->xs, a->group, P, ibmc__ar_tag(a, 0));
 	if (d->role)		/* folded out: send (at the first progress),
 				 * then wait for the end */
-		return ibmc__xfer_post(&d->xs, 1, 0, ibmc__ar_member(a, me + 1),
+		return ibmc__xfer_post(&d->xs, 1, 0, ibmc__ar_member(a, me - 1),
 				       ibmc__ar_tag(a, 1), a->buf, len);
 	for (k = 0; k <= d->rounds; k++) {
 		d->vec[k] = malloc(len ? len : 1);
@@ -91,7 +97,7 @@ static int start(struct ibmc__task *t)
 		d->fold_in = malloc(len ? len : 1);
 		if (!d->fold_in)
 			return -ENOMEM;
-		rc = ibmc__xfer_post(&d->xs, 0, 0, ibmc__ar_member(a, me - 1),
+		rc = ibmc__xfer_post(&d->xs, 0, 0, ibmc__ar_member(a, me + 1),
 				     ibmc__ar_tag(a, 0), d->fold_in, len);
 	} else {
 		d->folded = 1;
@@ -110,7 +116,7 @@ static int take_own(struct ibmc__task *t, struct rd *d, int me)
 
 	d->taken = 1;
 	if (d->role)
-		return ibmc__xfer_post(&d->xs, 0, 1, ibmc__ar_member(a, me + 1),
+		return ibmc__xfer_post(&d->xs, 0, 1, ibmc__ar_member(a, me - 1),
 				       ibmc__ar_tag(a, 0), a->buf,
 				       t->args.len);
 	if (t->args.len)
@@ -137,8 +143,10 @@ static int progress(struct ibmc__task *t, int64_t now)
 	if (!d->role) {
 		if (!d->folded && ibmc__xfer_done(&d->xs, 0)) {
 			/* even op odd: the lower rank's vector on the left */
-			ibmc__reduce(a->op, a->dtype, d->fold_in, d->vec[0],
+			ibmc__reduce(a->op, a->dtype, d->vec[0], d->fold_in,
 				     a->count);
+			if (len)
+				memcpy(d->vec[0], d->fold_in, len);
 			d->folded = 1;
 		}
 		while (d->folded && d->round <= d->rounds) {
@@ -175,7 +183,7 @@ static int progress(struct ibmc__task *t, int64_t now)
 				if (me < 2 * rem) {
 					rc = ibmc__xfer_post(&d->xs, 1, 1,
 							     ibmc__ar_member(a,
-								     me - 1),
+								     me + 1),
 							     ibmc__ar_tag(a, 1),
 							     d->vec[k], len);
 					if (rc)

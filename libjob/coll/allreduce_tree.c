@@ -50,6 +50,7 @@ static int start(struct ibmc__task *t)
 		return -ENOMEM;
 	}
 	r->a = a;
+	a->tag_algo = IBMC__AR_MCAST;
 	t->priv = r;
 	ibmc__ar_place(a, c, &gsize, &grank);
 	rc = ibmc__tree_build(&r->tree, IBMC__A_BINOMIAL, 1, gsize, 0, grank);

@@ -581,18 +581,34 @@ struct mm_case {
 	int op;			/* allreduce: another operation, not count */
 	int want;		/* every rank's error */
 	const char *what;
+	/* allreduce: counts on both sides of auto's line between recursive
+	 * doubling and Rabenseifner (IBMC__AR_SHORT_BYTES, 2 KiB), so that
+	 * members run different algorithms: 1: 1 KiB against 4 KiB; 2:
+	 * 2 KiB against 4 KiB, whose halves (Rabenseifner's first round)
+	 * are as long as the whole 2 KiB (recursive doubling's). */
+	int cross;
 };
+
+static int mm_count(const struct mm_case *k, int rank)
+{
+	if (k->cross)
+		return rank != 1 ? 1024 : k->cross == 1 ? 256 : 512;
+	return k->op || rank != 1 ? 64 : 32;
+}
 
 /* The calls are the non-blocking ones and a wait. */
 static int mm_nb;
+/* IBMCAST_COMM_MODE for the job (NULL: the default, sm). */
+static const char *mm_mode;
 
 /* Members that disagree: every rank must fail with the error (the
- * collective runs to its end, the error travelling with the data), none
- * may return a result, none may wait for the timeout. */
+ * collective runs to its end, the error travelling with the data; where
+ * members ran different algorithms, each that sees it tells the others),
+ * none may return a result, none may wait for the timeout. */
 static int mismatch(ibmc_context_t *ctx, int rank, void *arg)
 {
 	const struct mm_case *k = arg;
-	int32_t v[64] = { 0 }, out[64 * 8];
+	int32_t v[1024] = { 0 }, out[1024];
 	ibmc_request_t *q;
 	ibmc_comm_t *c;
 	double t0;
@@ -606,13 +622,13 @@ static int mismatch(ibmc_context_t *ctx, int rank, void *arg)
 		rc = ibmc_iallgather(c, v, out, rank == 1 ? 128 : 256, &q) ?:
 		     ibmc_wait(&q);
 	else if (mm_nb)
-		rc = ibmc_iallreduce(c, v, out, k->op || rank != 1 ? 64 : 32,
+		rc = ibmc_iallreduce(c, v, out, (size_t)mm_count(k, rank),
 				     IBMC_INT32, k->op && rank == 1 ?
 				     IBMC_MAX : IBMC_SUM, &q) ?: ibmc_wait(&q);
 	else if (!strcmp(k->coll, "allgather"))
 		rc = ibmc_allgather(c, v, out, rank == 1 ? 128 : 256);
 	else if (!k->op)
-		rc = ibmc_allreduce(c, v, out, rank == 1 ? 32 : 64,
+		rc = ibmc_allreduce(c, v, out, (size_t)mm_count(k, rank),
 				    IBMC_INT32, IBMC_SUM);
 	else
 		rc = ibmc_allreduce(c, v, out, 64, IBMC_INT32,
@@ -634,6 +650,8 @@ static void mismatch_on(const struct mm_case *k, int n, const int *nodes,
 
 	mm_size = mm_inval = mm_other = mm_zero = 0;
 	lbjob_env(2, 2048);
+	if (mm_mode)
+		setenv("IBMCAST_COMM_MODE", mm_mode, 1);
 	if (nodes)
 		lbjob_nodes(nodes, n);
 	lbjob_run(n, mismatch, (void *)k);
@@ -663,22 +681,35 @@ int main(void)
 						"rabenseifner", "auto" };
 	static const struct mm_case mm_cases[] = {
 		{ "allreduce", "recursive_doubling", 0, -EMSGSIZE,
-		  "another count" },
+		  "another count", 0 },
 		{ "allreduce", "recursive_doubling", 1, -EINVAL,
-		  "another operation" },
-		{ "allreduce", "rabenseifner", 0, -EMSGSIZE, "another count" },
-		{ "allreduce", "mcast", 0, -EMSGSIZE, "another count" },
-		{ "allreduce", "mcast", 1, -EINVAL, "another operation" },
-		{ "allgather", "ring", 0, -EMSGSIZE, "another block length" },
+		  "another operation", 0 },
+		{ "allreduce", "rabenseifner", 0, -EMSGSIZE, "another count", 0 },
+		{ "allreduce", "mcast", 0, -EMSGSIZE, "another count", 0 },
+		{ "allreduce", "mcast", 1, -EINVAL, "another operation", 0 },
+		{ "allgather", "ring", 0, -EMSGSIZE, "another block length", 0 },
 		{ "allgather", "recursive_doubling", 0, -EMSGSIZE,
-		  "another block length" },
-		{ "allgather", "mcast", 0, -EMSGSIZE, "another block length" },
+		  "another block length", 0 },
+		{ "allgather", "mcast", 0, -EMSGSIZE, "another block length", 0 },
 	};
 	static const struct mm_case mm_node_cases[] = {
 		{ "allgather", "shm_leader", 0, -EMSGSIZE,
-		  "another block length" },
-		{ "allreduce", "shm_mcast", 0, -EMSGSIZE, "another count" },
-		{ "allreduce", "shm_mcast", 1, -EINVAL, "another operation" },
+		  "another block length", 0 },
+		{ "allreduce", "shm_mcast", 0, -EMSGSIZE, "another count", 0 },
+		{ "allreduce", "shm_mcast", 1, -EINVAL, "another operation", 0 },
+	};
+	/* Counts on both sides of auto's line: point-to-point auto (mode
+	 * p2p), and the node leaders' reduce of shm_mcast. */
+	static const struct mm_case mm_cross_cases[] = {
+		{ "allreduce", "auto", 0, -EMSGSIZE,
+		  "1 KiB against 4 KiB (recursive doubling against Rabenseifner)",
+		  1 },
+		{ "allreduce", "auto", 0, -EMSGSIZE,
+		  "2 KiB against 4 KiB (rounds as long, algorithms apart)", 2 },
+		{ "allreduce", "shm_mcast", 0, -EMSGSIZE,
+		  "1 KiB against 4 KiB (the leaders' algorithms apart)", 1 },
+		{ "allreduce", "shm_mcast", 0, -EMSGSIZE,
+		  "2 KiB against 4 KiB (the leaders' algorithms apart)", 2 },
 	};
 	static const size_t big[] = { 16u << 20 }, big_count[] = { 2u << 20 },
 			    small[] = { 0, 1, 3000 };
@@ -786,6 +817,24 @@ int main(void)
 		mismatch_on(&mm_node_cases[i], 4, two4, ", 2 per node");
 		mismatch_on(&mm_node_cases[i], 7, uneven7, ", uneven nodes");
 		mismatch_on(&mm_node_cases[i], 7, one_per7, ", 1 per node");
+	}
+
+	for (i = 0; i < sizeof(mm_cross_cases) / sizeof(mm_cross_cases[0]);
+	     i++) {
+		const struct mm_case *k = &mm_cross_cases[i];
+
+		if (!strcmp(k->algo, "auto")) {
+			mm_mode = "p2p";
+			mismatch_case(k, 4);
+			mismatch_case(k, 7);
+			mm_nb = 1;
+			mismatch_case(k, 7);
+			mm_nb = 0;
+			mm_mode = NULL;
+		} else {
+			mismatch_on(k, 7, one_per7, ", 1 per node");
+			mismatch_on(k, 4, two4, ", 2 per node");
+		}
 	}
 
 	/* The one rule the MPI integrations ask before taking a call. */
