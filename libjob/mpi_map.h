@@ -182,17 +182,31 @@ static inline void ibmc__mpi_agree_mine(ibmc_context_t *ctx, int ok,
 	v[3] = mask;
 }
 
-/* The attributes every member creates the communicator with; 0 when some
- * member cannot map it. multicast 0: no pool group (IBMC_GROUP_NONE). */
+/*
+ * The attributes every member creates the communicator with; 0 when some
+ * member cannot map it. multicast 0: no pool group (IBMC_GROUP_NONE).
+ * sibling: what tells this communicator from disjoint ones made by the
+ * same call (an MPI_Comm_split's color, >= 0; 0 else), the same on all
+ * its members: it takes the (sibling mod n)-th lowest of the n groups
+ * offered, so that the halves of a split (colors 0 and 1, or any two
+ * apart by less than n), whose members see the same groups free, take
+ * different ones, each of which can then be pruned to its own nodes,
+ * instead of all the lowest.
+ */
 static inline int ibmc__mpi_agree_attr(const uint64_t *v, int multicast,
-				       ibmc_comm_attr_t *attr)
+				       int sibling, ibmc_comm_attr_t *attr)
 {
 	uint32_t id = ibmc__fnv1a32(IBMC__FNV32_INIT, &v[2], sizeof(v[2]));
+	uint64_t offered = v[1];
+	int k = offered && sibling > 0 ?
+		sibling % __builtin_popcountll(offered) : 0;
 
 	attr->mode = NULL;
 	attr->id = id ? id : 1;
-	attr->group = multicast && v[1] ? __builtin_ctzll(v[1]) + 1 :
-					  IBMC_GROUP_NONE;
+	while (k--)
+		offered &= offered - 1;	/* drop the lowest group */
+	attr->group = multicast && offered ? __builtin_ctzll(offered) + 1 :
+					     IBMC_GROUP_NONE;
 	return v[0] != 0;
 }
 

@@ -219,8 +219,8 @@ static void release_offered(uint64_t offered)
  * rounds again while threads' communicators contend for groups.
  */
 
-static int agree(MPI_Comm comm, int mine, ibmc_comm_attr_t *attr,
-		 uint64_t *offered)
+static int agree(MPI_Comm comm, int mine, int sibling,
+		 ibmc_comm_attr_t *attr, uint64_t *offered)
 {
 	uint64_t v[IBMC__AGREE_LEN], all[IBMC__AGREE_LEN];
 	unsigned int seed;
@@ -241,7 +241,7 @@ static int agree(MPI_Comm comm, int mine, ibmc_comm_attr_t *attr,
 		if (PMPI_Allreduce(v, all, IBMC__AGREE_LEN, MPI_UINT64_T,
 				   MPI_BAND, comm) != MPI_SUCCESS)
 			return 0;
-		ok = ibmc__mpi_agree_attr(all, 1, attr);
+		ok = ibmc__mpi_agree_attr(all, 1, sibling, attr);
 		/* (threads' communicators contending for groups: again,
 		 * mpi_map.h) */
 		if (!ibmc__mpi_agree_may_retry(ok, all, S.threads, round) ||
@@ -257,9 +257,11 @@ static int agree(MPI_Comm comm, int mine, ibmc_comm_attr_t *attr,
  * Gives an intracommunicator its ibmc communicator. Collective over comm
  * (every member calls it from the same MPI call): the members agree on its
  * id and pool group first, then an allreduce makes sure all members
- * succeeded before any uses it, otherwise none does.
+ * succeeded before any uses it, otherwise none does. sibling: its place
+ * among disjoint communicators made by the same call
+ * (ibmc__mpi_agree_attr).
  */
-static void map_comm(MPI_Comm comm)
+static void map_comm_sibling(MPI_Comm comm, int sibling)
 {
 	ibmc_comm_t *ic = NULL;
 	ibmc_comm_attr_t attr;
@@ -292,7 +294,7 @@ static void map_comm(MPI_Comm comm)
 		PMPI_Group_free(&g);
 	free(mine);
 	mine = NULL;
-	ok = agree(comm, ok, &attr, &offered);
+	ok = agree(comm, ok, sibling, &attr, &offered);
 	if (ok) {
 		ok = ibmc_comm_create_attr(S.ctx, world, n, &attr, &ic) == 0;
 		if (ok && !live_add(ic)) {
@@ -320,6 +322,11 @@ static void map_comm(MPI_Comm comm)
 			say0("communicator of %d ranks without multicast: %s",
 			     n, why ? why : "?");
 	}
+}
+
+static void map_comm(MPI_Comm comm)
+{
+	map_comm_sibling(comm, 0);
 }
 
 /*
@@ -513,8 +520,9 @@ static int shim_Comm_split(MPI_Comm comm, int color, int key, MPI_Comm *newcomm)
 {
 	int rc = PMPI_Comm_split(comm, color, key, newcomm);
 
+	/* (a rank given MPI_COMM_NULL, color MPI_UNDEFINED, maps nothing) */
 	if (rc == MPI_SUCCESS)
-		map_comm(*newcomm);
+		map_comm_sibling(*newcomm, color >= 0 ? color : 0);
 	return rc;
 }
 IBMC_SHIM_ENTRY(MPI_Comm_split, shim_Comm_split)

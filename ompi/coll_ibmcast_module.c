@@ -150,7 +150,7 @@ static int agree(ibmcast_module_t *m, struct ompi_communicator_t *comm,
 				      m->prev_allreduce_module) !=
 		    OMPI_SUCCESS)
 			return 0;
-		ok = ibmc__mpi_agree_attr(all, 1, attr);
+		ok = ibmc__mpi_agree_attr(all, 1, 0, attr);
 		if (!ibmc__mpi_agree_may_retry(ok, all, c->threads, round) ||
 		    all_agree(m, comm, !contended))
 			return ok;

@@ -69,7 +69,7 @@ OSHIM=$top_builddir/libjob/.libs/libibmcast_ompi.so
 need_file "$OSHIM" "libjob/libibmcast_ompi.so (configure --with-openmpi-shim)"
 need_file "$IBMCASTCTL" "tools/ibmcastctl"
 
-plan 70
+plan 71
 
 # Under the sanitizer build: MPICH (UCX) leaks from modules it unloads
 # before exit, which LeakSanitizer cannot name to suppress (a plain
@@ -381,7 +381,14 @@ barrier_run() {
 barrier_run auto
 diag "auto chose: $(sed -n 's/.*over ibmcast (\([^)]*\)).*/\1/p' <<< "$bsum")"
 
-barrier_run mcast IBMCAST_BARRIER_ALGO=mcast
+barrier_run mcast IBMCAST_BARRIER_ALGO=mcast IBMCAST_LOG_LEVEL=debug
+# The halves of barrier_mpi's split (colors 1 and 0) took different pool
+# groups (each can be pruned to its own nodes), every member of each the
+# same one: "COMM GROUP" of the 2-member communicators.
+halves=$(sed -n 's/.*libibmcast: rank [0-9]*: communicator \([0-9a-f]*\) (2 members): pool group \([0-9]*\)$/\1 \2/p' \
+	"$tmp/barrier-mcast.out" | sort -u)
+is "$(wc -l <<< "$halves")/$(awk '{ print $2 }' <<< "$halves" | sort -u | wc -l)" 2/2 \
+	"MPI_Comm_split's two halves took two different pool groups, the same on all members of each: $(tr '\n' ' ' <<< "$halves")"
 mcast=$(sed -n 's/.*MPI_Barrier over ibmcast (mcast \([0-9]*\),.*/\1/p' <<< "$bsum")
 shim=$(sed -n 's/.*: \([0-9]*\) MPI_Barrier over ibmcast.*/\1/p' <<< "$bsum")
 ok "$([ "${mcast:-0}" -gt 0 ] && [ "$mcast" = "$shim" ]; echo $?)" \
