@@ -190,8 +190,9 @@ static inline void ibmc__mpi_agree_mine(ibmc_context_t *ctx, int ok,
  * its members: it takes the (sibling mod n)-th lowest of the n groups
  * offered, so that the halves of a split (colors 0 and 1, or any two
  * apart by less than n), whose members see the same groups free, take
- * different ones, each of which can then be pruned to its own nodes,
- * instead of all the lowest.
+ * different ones instead of all the lowest: each half's packets reach its
+ * own members only. (Colors n apart still share one, which is why an
+ * agreed group is never pruned, comm.c.)
  */
 static inline int ibmc__mpi_agree_attr(const uint64_t *v, int multicast,
 				       int sibling, ibmc_comm_attr_t *attr)
