@@ -8,9 +8,10 @@
  * the even one (which reduces even op odd and takes part) and gets the
  * result back at the end, as in Rabenseifner's (allreduce_rab.c): members
  * that disagree on the count across auto's line between the two still
- * exchange a datagram in every pair, and see it. Every round's vector is kept until its transfer
- * is acknowledged (a resend must carry the same bytes). It runs among a
- * group of members when asked (the node leaders of "shm_mcast").
+ * exchange a datagram in every pair, and see it. Every round's vector is
+ * kept until its transfer is acknowledged (a resend must carry the same
+ * bytes). It runs among a group of members when asked (the node leaders
+ * of "shm_mcast").
  */
 #include "config.h"
 
