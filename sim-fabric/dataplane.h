@@ -194,6 +194,11 @@ extern const char *const dp_drop_names[DP_DROP_MAX];
 
 struct dp_link_ctr {
 	uint64_t pkts, bytes;
+	/* Of those, the unmodeled ones (IBMC_DP_SEND_UNMODELED): loss
+	 * recovery and real-time timers, which a lossless fabric whose
+	 * hosts keep up would not carry; the rest is what the collectives
+	 * need. */
+	uint64_t recovery_pkts, recovery_bytes;
 	uint64_t drops[DP_DROP_MAX];
 };
 

@@ -86,13 +86,17 @@ static json_t *counters(struct dataplane *dp, bool all)
 			continue;
 		fm_link_name(&dp->fm, i, name, sizeof(name));
 		json_array_append_new(links, json_pack(
-			"{s:s,s:s,s:i,s:s,s:i,s:b,s:I,s:I,s:o}", "link", name,
+			"{s:s,s:s,s:i,s:b,s:s,s:i,s:b,s:I,s:I,s:I,s:I,s:o}",
+			"link", name,
 			"from", dp->fm.node[l->from].name,
 			"from_port", l->from_port,
+			"from_hca", !dp->fm.node[l->from].is_switch,
 			"to", dp->fm.node[l->to].name, "to_port", l->to_port,
 			"down", dp->link_down && dp->link_down[i],
 			"packets", (json_int_t)c->pkts,
 			"bytes", (json_int_t)c->bytes,
+			"recovery_packets", (json_int_t)c->recovery_pkts,
+			"recovery_bytes", (json_int_t)c->recovery_bytes,
 			"drops", drops_obj(c->drops)));
 	}
 	for (ep = dp->eps; ep; ep = ep->next) {

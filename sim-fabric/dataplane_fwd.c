@@ -60,7 +60,8 @@ static void drop(struct dataplane *dp, int link, enum dp_drop why)
 }
 
 /* A packet crosses link: counted there; false if the link loses it. */
-static bool cross(struct dataplane *dp, int link, size_t len, bool faults)
+static bool cross(struct dataplane *dp, int link, size_t len, bool faults,
+		  bool recovery)
 {
 	/* A switch still forwarding to a dead port: the packet goes nowhere,
 	 * as on hardware, until the SM has routed around it. */
@@ -70,6 +71,10 @@ static bool cross(struct dataplane *dp, int link, size_t len, bool faults)
 	}
 	dp->lc[link].pkts++;
 	dp->lc[link].bytes += len;
+	if (recovery) {
+		dp->lc[link].recovery_pkts++;
+		dp->lc[link].recovery_bytes += len;
+	}
 	if (faults && dp->faults.link_loss && dp->faults.link_loss[link] > 0 &&
 	    dp_chance(&dp->faults, dp->faults.link_loss[link])) {
 		drop(dp, link, DP_DROP_LINK_LOSS);
@@ -202,7 +207,7 @@ void dp_forward_uc(struct dataplane *dp, struct dp_ep *src,
 		return;
 	}
 	for (hops = 0;; hops++) {
-		if (!cross(dp, link, len, faults))
+		if (!cross(dp, link, len, faults, !charge))
 			return;
 		start = dp_model_link(dp, link, t, len, false, charge);
 		t = start + md->link_ns + md->switch_ns;
@@ -331,7 +336,7 @@ void dp_forward_mc(struct dataplane *dp, struct dp_ep *src,
 		const struct dp_tree_edge *e = &t->e[i];
 
 		ok[i] = (e->parent < 0 || ok[e->parent]) &&
-			cross(dp, e->link, len, faults);
+			cross(dp, e->link, len, faults, !charge);
 		if (!ok[i])
 			continue;
 		/* Replication: every port of a switch starts once the head

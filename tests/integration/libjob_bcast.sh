@@ -16,7 +16,7 @@
 libjob_need
 WATCH=$top_builddir/sim-fabric/ibmcast-mftwatch
 need_file "$WATCH" "sim-fabric/ibmcast-mftwatch"
-plan 19
+plan 22
 
 # routes_gone MLID...: no switch has an MFT entry for any of the MLIDs.
 routes_gone() {
@@ -83,6 +83,15 @@ for loss in 0.01 0.05 0.20; do
 	drops=$(dp_ctl counters | jq '.drops.loss')
 	ok "$([ "${drops:-0}" -gt 0 ] && [ "$(bcast_field retransmits)" -gt 0 ]; echo $?)" \
 		"loss $loss: the fabric dropped $drops packets, the library retransmitted $(bcast_field retransmits)"
+	# The links tell the recovery (sent unmodeled) from the rest, and
+	# the hosts' uplinks what entered the fabric: a part of all sends
+	# (2 ranks a node: some loop back in the HCA), never more.
+	read -r rec pk up sends < <(dp_ctl counters | jq -r '[([.links[].recovery_packets] | add),
+		([.links[].packets] | add),
+		([.links[] | select(.from_hca) | .packets] | add), .sends] | @tsv')
+	ok "$([ "${rec:-0}" -gt 0 ] && [ "$rec" -lt "${pk:-0}" ] &&
+	      [ "${up:-0}" -gt 0 ] && [ "$up" -le "${sends:-0}" ]; echo $?)" \
+		"loss $loss: links carried $rec recovery packets of $pk; $up of $sends sends entered the fabric"
 done
 dp_ctl clear > /dev/null
 
