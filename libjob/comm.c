@@ -20,6 +20,7 @@
 #include "libjob/mcast_switch.h"
 #include "libjob/mode.h"
 #include "libjob/prune.h"
+#include "libjob/prune_keep.h"
 #include "libjob/shm.h"
 #include "libjob/topo.h"
 
@@ -88,7 +89,6 @@ static void take_group(struct ibmc_context *ctx, struct ibmc_comm *c,
 		       int group)
 {
 	int g = 0, i, start, rc;
-	bool agreed = false;
 
 	c->group = -1;
 	c->ghandle = -1;
@@ -116,18 +116,16 @@ static void take_group(struct ibmc_context *ctx, struct ibmc_comm *c,
 			return;
 		}
 		/* Members agree on what is free among themselves only:
-		 * communicators over disjoint nodes (the two halves of a
-		 * split) agree on the same group, and each narrowing it to
-		 * its own nodes would take it from the other. So an agreed
-		 * group is shared whole, never pruned. */
-		agreed = true;
+		 * communicators over disjoint ranks (halves of a split
+		 * whose colors are n apart) can agree on the same group;
+		 * the prune keeper narrows it to all their nodes. */
 		goto attach;
 	}
 	/* No agreement (group 0): each member takes from its own view.
-	 * A communicator over some of the nodes narrows its group: it
-	 * starts its search where its node set says, so that communicators
-	 * over other nodes, created at the same time by other processes,
-	 * rarely take the same group and narrow it to each other's nodes. */
+	 * A communicator over some of the nodes starts its search where
+	 * its node set says, so that communicators over other nodes,
+	 * created at the same time by other processes, rarely take the
+	 * same group (which the keeper would narrow to both). */
 	start = (int)(ibmc__comm_node_subset(c) % (uint32_t)ctx->env.ngroups);
 	for (i = 0; i < ctx->env.ngroups; i++) {
 		g = (start + i) % ctx->env.ngroups;
@@ -161,8 +159,7 @@ attach:
 	c->gmtu = ctx->env.groups[g].mtu;
 	c->mcast_err = 0;
 	c->mcast_why = NULL;
-	if (!agreed)
-		ibmc__prune_start(c);
+	ibmc__prk_claim(c);
 }
 
 int ibmc__comm_create_mode(struct ibmc_context *ctx, const int *ranks, int n,
@@ -195,7 +192,7 @@ int ibmc__comm_create_mode(struct ibmc_context *ctx, const int *ranks, int n,
 	c->group = -1;
 	c->ghandle = -1;
 	c->own_slot = -1;
-	c->prune_group = -1;
+	c->claimed_group = -1;
 	for (i = 0; i < n; i++) {
 		int r = ranks ? ranks[i] : i;
 
@@ -344,7 +341,7 @@ void ibmc__comm_destroy(struct ibmc_comm *c)
 	if (c->group >= 0)
 		ctx->pool_used[c->group] = 0;	/* (stays attached) */
 	ibmc__tasks_free(c);
-	ibmc__prune_release(c);
+	ibmc__prk_release(c);
 	ibmc__grow_free(c);
 	ibmc__switch_free(c);
 	ibmc__mode_release(c);
@@ -392,7 +389,7 @@ int ibmc_comm_free(ibmc_comm_t *c)
 		c->group = -1;
 		c->ghandle = -1;
 	}
-	ibmc__prune_release(c);
+	ibmc__prk_release(c);
 	ibmc__grow_free(c);
 	ibmc__switch_free(c);
 	ibmc__mode_release(c);

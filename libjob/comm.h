@@ -69,10 +69,9 @@ struct ibmc_comm {
 	 * testing that succeeded. */
 	struct ibmc__switch *sw;
 	struct ibmc__reshape_req *grow;
-	/* Rank 0 of a communicator over some of the job's nodes: its pool
-	 * group narrowed to them (prune.c), widened back at free. */
-	struct ibmc__reshape_req *prune;
-	int prune_group, prune_done;
+	/* Rank 0 of a communicator over part of the job: the pool group it
+	 * claimed with the prune keeper (prune_keep.h), -1: none. */
+	int claimed_group;
 
 	/* Per collective (enum ibmc__coll): the algorithm chosen by name
 	 * (0: auto) and the one the last call used (-1: none yet). */

@@ -23,6 +23,7 @@
 #include "libjob/mode.h"
 #include "libjob/pool_keep.h"
 #include "libjob/prune.h"
+#include "libjob/prune_keep.h"
 #include "libjob/task.h"
 #include "libjob/topo.h"
 #include "libjob/wire.h"
@@ -229,6 +230,11 @@ int ibmc_init(const ibmc_bootstrap_t *bs, ibmc_context_t **out)
 				 strerror(-rc));
 		ibmc__own_pool_build(ctx);	/* seed 000: at init */
 	}
+	rc = ibmc__prk_open(ctx);
+	if (rc)
+		ibmc_log(IBMC_LOG_INFO,
+			 "libibmcast: rank %d: no prune keeper (its hidden communicator failed: %s): pool groups stay as wide as the job",
+			 ctx->rank, strerror(-rc));
 	if (ctx->mcast_err && ctx->env.comm_mode == IBMC__MODE_SM)
 		ibmc_log(IBMC_LOG_INFO,
 			 "libibmcast: rank %d: multicast off: %s", ctx->rank,
@@ -266,6 +272,7 @@ int ibmc_finalize(ibmc_context_t *ctx)
 			 DRAIN_OWED_MAX_MS ? ctx->env.timeout_ms :
 			 DRAIN_OWED_MAX_MS, DRAIN_MAX_MS);
 	ibmc__pk_free(ctx);
+	ibmc__prk_free(ctx);
 	while (ctx->comms)
 		ibmc__comm_destroy(ctx->comms);
 	ibmc__widen_free_all(ctx);

@@ -19,6 +19,7 @@ struct ibmc_comm;
 struct ibmc__early;
 struct ibmc__reshape_req;
 struct ibmc__pk;
+struct ibmc__prk;
 
 /* Node names longer than this are not sent round (prune needs them; a
  * hostlist name is at most 63 bytes). */
@@ -57,6 +58,8 @@ struct ibmc_context {
 					 * communicator and not replaced yet */
 	} own_pool[IBMC__MAX_GROUPS];
 	struct ibmc__pk *pk;		/* its keeper's messages (pool_keep.h) */
+	struct ibmc__prk *prk;		/* mode sm: the prune keeper's
+					 * (prune_keep.h) */
 	int own_npool;
 	char own_pool_why[200];		/* why the pool is smaller, if it is */
 

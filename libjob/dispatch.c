@@ -10,6 +10,7 @@
 #include "libjob/mcast_switch.h"
 #include "libjob/model.h"
 #include "libjob/pool_keep.h"
+#include "libjob/prune_keep.h"
 #include "libjob/stages.h"
 #include "libjob/task.h"
 
@@ -87,6 +88,10 @@ static void comm_input(struct ibmc_comm *comm, const void *data, size_t len,
 	}
 	if (h.coll == IBMC__C_POOL) {
 		ibmc__pk_input(comm, &h, p + h.hlen, plen, is_mcast);
+		return;
+	}
+	if (h.coll == IBMC__C_PRUNE) {
+		ibmc__prk_input(comm, &h, p + h.hlen, plen);
 		return;
 	}
 	t = ibmc__task_find(comm, h.seq, &lingering);

@@ -87,6 +87,6 @@ void ibmc__grow_free(struct ibmc_comm *c)
 {
 	/* A grow still under way is the context's to finish: freeing the
 	 * communicator never waits for the server. */
-	ibmc__reshape_retire(c->ctx, c->grow, -1);
+	ibmc__widen_queue(c->ctx, c->grow, -1);
 	c->grow = NULL;
 }

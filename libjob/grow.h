@@ -25,7 +25,7 @@ int ibmc__grow_start(struct ibmc_comm *c);
 void ibmc__grow_poll(struct ibmc_comm *c);
 
 /* Stop asking, without waiting: the context reaps the request
- * (prune.h's ibmc__reshape_retire). */
+ * (prune.h's ibmc__widen_queue). */
 void ibmc__grow_free(struct ibmc_comm *c);
 
 #endif

@@ -53,6 +53,7 @@ libjob_libibmcast_core_la_SOURCES = \
 	libjob/mcast_switch.c libjob/mcast_switch.h \
 	libjob/grow.c libjob/grow.h \
 	libjob/prune.c libjob/prune.h \
+	libjob/prune_keep.c libjob/prune_keep.h \
 	libjob/reshape_req.c libjob/reshape_req.h \
 	libjob/sa_mcmr.c libjob/sa_mcmr.h
 libjob_libibmcast_core_la_LIBADD = common/libibmcast_common.la -lpthread

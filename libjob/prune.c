@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * Narrowing a sub-communicator's pool group to its nodes, and widening it
- * back (see prune.h); the requests run in reshape_req.c. A pool group's
- * index at the server is its position in IBMCAST_GROUPS.
+ * The nodes of sets of ranks, and the widenings and requests the context
+ * finishes in the background (see prune.h); the requests run in
+ * reshape_req.c. A pool group's index at the server is its position in
+ * IBMCAST_GROUPS.
  */
 #include "config.h"
 
@@ -68,114 +69,79 @@ static int count_nodes(const struct by_node *v, int n, uint32_t *set)
 	return k;
 }
 
-uint32_t ibmc__comm_node_subset(const struct ibmc_comm *c)
+int ibmc__nodes_count(const struct ibmc_context *ctx, const int *ranks,
+		      int n)
 {
-	struct ibmc_context *ctx = c->ctx;
-	struct by_node *v;
-	uint32_t set;
-	int mine;
+	struct by_node *v = sort_by_node(ctx, ranks, n);
+	int k;
+
+	if (!v)
+		return -ENOMEM;
+	k = count_nodes(v, n, NULL);
+	free(v);
+	return k;
+}
+
+int ibmc__ctx_nnodes(struct ibmc_context *ctx)
+{
+	int k;
 
 	if (!ctx->nnodes) {
-		v = sort_by_node(ctx, NULL, ctx->size);
-		if (!v)
-			return 0;
-		ctx->nnodes = count_nodes(v, ctx->size, NULL);
-		free(v);
+		k = ibmc__nodes_count(ctx, NULL, ctx->size);
+		if (k < 0)
+			return k;
+		ctx->nnodes = k;
 	}
-	v = sort_by_node(ctx, c->members, c->size);
+	return ctx->nnodes;
+}
+
+uint32_t ibmc__comm_node_subset(const struct ibmc_comm *c)
+{
+	struct by_node *v;
+	uint32_t set;
+	int mine, all = ibmc__ctx_nnodes(c->ctx);
+
+	if (all < 0)
+		return 0;
+	v = sort_by_node(c->ctx, c->members, c->size);
 	if (!v)
 		return 0;
 	mine = count_nodes(v, c->size, &set);
 	free(v);
-	return mine < ctx->nnodes ? set : 0;
+	return mine < all ? set : 0;
 }
 
-/* c's node names as a hostlist, or NULL (a name too long to have gone
- * round, or no memory). */
-static char *member_nodes(const struct ibmc_comm *c)
+char *ibmc__nodes_hostlist(const struct ibmc_context *ctx, const int *ranks,
+			   int n, int *err)
 {
-	const struct ibmc_context *ctx = c->ctx;
-	struct by_node *v = sort_by_node(ctx, c->members, c->size);
-	char **names = calloc((size_t)c->size, sizeof(*names));
+	struct by_node *v = sort_by_node(ctx, ranks, n);
+	char **names = calloc((size_t)n, sizeof(*names));
 	char *list = NULL;
-	int i, n = 0;
+	int i, k = 0;
 
+	*err = 1;
 	if (!names || !v)
 		goto out;
-	for (i = 0; i < c->size; i++) {
+	for (i = 0; i < n; i++) {
 		if (i && v[i].hash == v[i - 1].hash)
 			continue;
-		names[n] = ctx->node_name[v[i].rank];
-		if (!names[n++][0])
+		names[k] = ctx->node_name[v[i].rank];
+		if (!names[k++][0])
 			goto out;
 	}
-	list = ibmc__hostlist_compress(names, (size_t)n);
+	list = ibmc__hostlist_compress(names, (size_t)k);
+	*err = !list;
 out:
 	free(names);
 	free(v);
 	return list;
 }
 
-static int allowed(const struct ibmc_comm *c)
+int ibmc__prune_allowed(const struct ibmc_context *ctx)
 {
-	const struct ibmc__env *e = &c->ctx->env;
+	const struct ibmc__env *e = &ctx->env;
 
 	return e->prune && e->server && e->job && e->reshape_wait_ms > 0;
-}
-
-void ibmc__prune_start(struct ibmc_comm *c)
-{
-	const struct ibmc__env *e = &c->ctx->env;
-	struct ibmc__reshape_ask ask = {
-		.server = e->server, .munge_socket = e->munge_socket,
-		.job = e->job, .wait_ms = e->reshape_wait_ms,
-	};
-	char *nodes;
-	int rc;
-
-	if (c->rank != 0 || c->group < 0 || !allowed(c) ||
-	    !ibmc__comm_node_subset(c))
-		return;
-	nodes = member_nodes(c);
-	if (!nodes) {
-		ibmc_log(IBMC_LOG_INFO,
-			 "libibmcast: rank %d: communicator %08x: its nodes' names are not known; group %d stays as wide as the job",
-			 c->ctx->rank, c->id, c->group);
-		return;
-	}
-	ask.group = (unsigned)c->group;
-	ask.nodes = nodes;
-	rc = ibmc__reshape_req_start(&ask, &c->prune);
-	if (rc)
-		ibmc_log(IBMC_LOG_INFO,
-			 "libibmcast: rank %d: communicator %08x: pruning group %d to %s could not start: %s",
-			 c->ctx->rank, c->id, c->group, nodes, strerror(-rc));
-	else
-		c->prune_group = c->group;
-	free(nodes);
-}
-
-void ibmc__prune_poll(struct ibmc_comm *c)
-{
-	struct ibmc__reshape_result res;
-	int rc;
-
-	if (!c->prune || c->prune_done)
-		return;
-	rc = ibmc__reshape_req_poll(c->prune, &res);
-	if (rc == 1)
-		return;
-	c->prune_done = 1;
-	if (rc)
-		ibmc_log(IBMC_LOG_INFO,
-			 "libibmcast: rank %d: communicator %08x: group %d not pruned (it stays as wide as the job): %s",
-			 c->ctx->rank, c->id, c->prune_group, res.detail);
-	else
-		ibmc_log(IBMC_LOG_INFO,
-			 "libibmcast: rank %d: communicator %08x: pruned group %u (MLID 0x%04x) to its %u member port(s)%s: SM-confirmed ready after %lld us",
-			 c->ctx->rank, c->id, res.index, res.group.mlid,
-			 res.members, res.changed ? "" :
-			 " (already that shape)", (long long)res.ready_us);
 }
 
 /* The widening of w's group, sent once the narrowing it follows is over
@@ -196,18 +162,19 @@ static int widen_send(struct ibmc_context *ctx, struct ibmc__widen *w)
 	return rc;
 }
 
-void ibmc__reshape_retire(struct ibmc_context *ctx,
-			  struct ibmc__reshape_req *req, int widen_group)
+void ibmc__widen_queue(struct ibmc_context *ctx,
+		       struct ibmc__reshape_req *req, int widen_group)
 {
 	struct ibmc__widen *w;
 
-	if (!req)
+	if (!req && widen_group < 0)
 		return;
 	/* The request stops following its group after the exchange under
 	 * way; a widening goes out after it, even when a narrowing failed
 	 * or was cut short (the server may have done it, and the same
 	 * shape twice is no change). Nothing here waits. */
-	ibmc__reshape_req_cancel(req);
+	if (req)
+		ibmc__reshape_req_cancel(req);
 	w = calloc(1, sizeof(*w));
 	if (!w) {
 		ibmc__reshape_req_free(req);
@@ -219,14 +186,12 @@ void ibmc__reshape_retire(struct ibmc_context *ctx,
 	}
 	w->prune = req;
 	w->group = widen_group;
+	if (!req && widen_send(ctx, w)) {
+		free(w);
+		return;
+	}
 	w->next = ctx->widens;
 	ctx->widens = w;
-}
-
-void ibmc__prune_release(struct ibmc_comm *c)
-{
-	ibmc__reshape_retire(c->ctx, c->prune, c->prune_group);
-	c->prune = NULL;
 }
 
 static void widen_done(struct ibmc_context *ctx, struct ibmc__widen *w, int rc,

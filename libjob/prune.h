@@ -1,12 +1,9 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
- * prune.h - a communicator of mode sm whose members sit on fewer nodes
- * than the job's ranks narrows its pool group to its own nodes: rank 0
- * asks the control server (prune) in the background at creation, and the
- * communicator multicasts on the group all along (OpenSM keeps the old
- * tree, which reaches every member, until it writes the narrow one). At
- * free, rank 0 widens the group back, also in the background, before
- * another communicator needs the whole tree.
+ * prune.h - what narrowing pool groups to nodes needs besides its keeper
+ * (prune_keep.h): the nodes of a set of ranks, as a count and as the
+ * hostlist the control server takes, and the widenings and requests that
+ * the context finishes in the background once no one waits for them.
  */
 #ifndef IBMCAST_LIBJOB_PRUNE_H
 #define IBMCAST_LIBJOB_PRUNE_H
@@ -22,24 +19,27 @@ struct ibmc__reshape_req;
  * them all. Sorts: O(n log n) in the ranks. */
 uint32_t ibmc__comm_node_subset(const struct ibmc_comm *c);
 
-/* Rank 0, at creation with pool group c->group (ctx->lock held): ask for
- * the narrowing when c spans a subset of the nodes and IBMCAST_PRUNE,
- * IBMCAST_SERVER and IBMCAST_JOB allow it. Never fails the creation. */
-void ibmc__prune_start(struct ibmc_comm *c);
+/* The job's nodes (counted once); -ENOMEM. */
+int ibmc__ctx_nnodes(struct ibmc_context *ctx);
 
-/* Rank 0, from progress: log the SM's confirmation, or why not. */
-void ibmc__prune_poll(struct ibmc_comm *c);
+/* The distinct nodes of the n context ranks (NULL: 0..n-1); -ENOMEM. */
+int ibmc__nodes_count(const struct ibmc_context *ctx, const int *ranks,
+		      int n);
 
-/* At free (ctx->lock held): stop following the narrowing and, if one was
- * asked, widen the group back in the background (the context owns that
- * request). */
-void ibmc__prune_release(struct ibmc_comm *c);
+/* Their node names as a hostlist (malloc'd); NULL with *err set when a
+ * name was too long to go round at init, or without memory. */
+char *ibmc__nodes_hostlist(const struct ibmc_context *ctx, const int *ranks,
+			   int n, int *err);
+
+/* Whether IBMCAST_PRUNE, IBMCAST_SERVER and IBMCAST_JOB allow narrowing. */
+int ibmc__prune_allowed(const struct ibmc_context *ctx);
 
 /* Hand a request over to the context without waiting for it (a
- * communicator's grow or prune at free): it is told to stop, and when it
- * has, widen_group (>= 0) is widened back. */
-void ibmc__reshape_retire(struct ibmc_context *ctx,
-			  struct ibmc__reshape_req *req, int widen_group);
+ * communicator's grow at free, the prune keeper's at finalize): it is
+ * told to stop (req may be NULL), and when it has, widen_group (>= 0) is
+ * widened back to the job. */
+void ibmc__widen_queue(struct ibmc_context *ctx,
+		       struct ibmc__reshape_req *req, int widen_group);
 
 /* Reap finished requests and widenings (progress), or wait for all
  * (finalize; each is one exchange with the server). */

@@ -21,6 +21,7 @@
 #include "libjob/model.h"
 #include "libjob/pool_keep.h"
 #include "libjob/prune.h"
+#include "libjob/prune_keep.h"
 #include "libjob/stages.h"
 #include "libjob/task.h"
 
@@ -327,8 +328,6 @@ int64_t ibmc__progress_all(struct ibmc_context *ctx, int64_t now)
 			d = now;
 		if (c->grow)
 			ibmc__grow_poll(c);
-		if (c->prune)
-			ibmc__prune_poll(c);
 		if (c->sw) {
 			td = ibmc__switch_progress(c, now);
 			if (td < d)
@@ -343,6 +342,11 @@ int64_t ibmc__progress_all(struct ibmc_context *ctx, int64_t now)
 		ibmc__widen_poll(ctx);
 	if (ctx->pk) {
 		td = ibmc__pk_progress(ctx, now);
+		if (td < d)
+			d = td;
+	}
+	if (ctx->prk) {
+		td = ibmc__prk_progress(ctx, now);
 		if (td < d)
 			d = td;
 	}

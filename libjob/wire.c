@@ -101,7 +101,7 @@ int ibmc__wire_decode(const void *buf, size_t len, struct ibmc__hdr *h)
 	h->flags = p[2];
 	h->coll = p[3] >> 4;
 	h->algo = p[3] & 0xf;
-	if (h->coll > IBMC__C_POOL)
+	if (h->coll > IBMC__C_PRUNE)
 		return -EBADMSG;
 	h->comm_id = get32(p + 4);
 	h->version = get32(p + 8);
@@ -169,7 +169,8 @@ int ibmc__wire_decode(const void *buf, size_t len, struct ibmc__hdr *h)
 		h->b = get32(p + 24);
 		return 0;
 	case IBMC__K_POOL:
-		if (len < IBMC__WIRE_POOL || h->coll != IBMC__C_POOL)
+		if (len < IBMC__WIRE_POOL ||
+		    (h->coll != IBMC__C_POOL && h->coll != IBMC__C_PRUNE))
 			return -EBADMSG;
 		h->b = get32(p + 24);
 		h->hlen = IBMC__WIRE_POOL;

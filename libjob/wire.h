@@ -43,7 +43,10 @@ enum ibmc__coll {
 	IBMC__C_SWITCH,
 	/* Nor this: the keeper of mode pool's own pool and the ranks
 	 * (pool_keep.c), on a hidden communicator over every rank. */
-	IBMC__C_POOL
+	IBMC__C_POOL,
+	/* Nor this: mode sm's prune keeper and the communicators claiming
+	 * pool groups (prune_keep.c), on another hidden communicator. */
+	IBMC__C_PRUNE
 };
 
 enum ibmc__kind {
@@ -77,8 +80,10 @@ enum ibmc__kind {
 	IBMC__K_SWAT = 17,	/* rank 0 -> member: b = 0: multicast from
 				 * the first call at sequence number a or
 				 * later; else never (b = errno) */
-	/* The job's own pool (pool_keep.c): a = its operation, b and seq
-	 * as that says; a payload may follow. */
+	/* A keeper's message: the job's own pool (pool_keep.c, coll
+	 * IBMC__C_POOL) or the prune keeper (prune_keep.c, IBMC__C_PRUNE):
+	 * a = its operation, b and seq as that says; a payload may
+	 * follow. */
 	IBMC__K_POOL = 18,
 	/* A point-to-point collective's members disagree (xfer.h): flags
 	 * ESIZE or EINVAL; every member that hears it fails at once. */

@@ -107,7 +107,7 @@ int main(void)
 	ibmc__wire_encode(&h, buf);
 	tap_ok(ibmc__wire_decode(buf, IBMC__WIRE_BASE, &d) < 0,
 	       "a switch kind outside the switch is rejected");
-	buf[3] = (uint8_t)((IBMC__C_POOL + 1) << 4);
+	buf[3] = (uint8_t)((IBMC__C_PRUNE + 1) << 4);
 	tap_ok(ibmc__wire_decode(buf, IBMC__WIRE_BASE, &d) < 0,
 	       "an unknown collective is rejected");
 
@@ -129,10 +129,17 @@ int main(void)
 	       "pool message keeps id, operation and slot; its payload follows");
 	tap_ok(ibmc__wire_decode(buf, 24, &d) < 0,
 	       "truncated pool message rejected");
+	h.coll = IBMC__C_PRUNE;	/* the prune keeper's, same shape */
+	ibmc__wire_encode(&h, buf);
+	tap_ok(!ibmc__wire_decode(buf, IBMC__WIRE_POOL + 1, &d) &&
+	       d.kind == IBMC__K_POOL && d.coll == IBMC__C_PRUNE &&
+	       d.seq == 0xdeadbeef && d.a == 2 && d.b == 0xffffffff &&
+	       d.hlen == IBMC__WIRE_POOL,
+	       "prune keeper's message keeps id, operation and group");
 	h.coll = IBMC__C_SWITCH;
 	ibmc__wire_encode(&h, buf);
 	tap_ok(ibmc__wire_decode(buf, IBMC__WIRE_POOL, &d) < 0,
-	       "a pool message outside the pool's collective is rejected");
+	       "a keeper's message outside the keepers' collectives is rejected");
 	tap_plan(tap__n);
 	return tap_done();
 }
