@@ -60,9 +60,10 @@ struct kgroup {
 				 * again until the claims want another */
 	struct ibmc__reshape_req *req;
 	char *asked;		/* req's shape; NULL: widening */
-	int nclaims;
+	int nclaims, asked_claims;
 	int dirty;		/* the claims changed, or a request ended:
 				 * see what they want (not on every step) */
+	int64_t changed_us;	/* when the claims last changed */
 };
 
 struct ibmc__prk {
@@ -153,6 +154,7 @@ static void keep_claim(struct ibmc__prk *k, struct kgroup *g, uint32_t id,
 	g->claims = c;
 	g->nclaims++;
 	g->dirty = 1;
+	g->changed_us = ibmc__task_now();
 }
 
 static void drop_claim(struct ibmc__prk *k, struct kgroup *g, uint32_t id)
@@ -167,6 +169,7 @@ static void drop_claim(struct ibmc__prk *k, struct kgroup *g, uint32_t id)
 			free(c);
 			g->nclaims--;
 			g->dirty = 1;
+			g->changed_us = ibmc__task_now();
 			return;
 		}
 }
@@ -242,7 +245,7 @@ static void request_done(struct ibmc__prk *k, int index, struct kgroup *g)
 				 "libibmcast: rank %d: pruned group %u (MLID 0x%04x) to its %u member port(s): SM-confirmed ready after %lld us (%s, the nodes of the %d communicator(s) holding it)",
 				 ctx->rank, res.index, res.group.mlid,
 				 res.members, (long long)res.ready_us,
-				 g->asked, g->nclaims);
+				 g->asked, g->asked_claims);
 		else
 			ibmc_log(IBMC_LOG_INFO,
 				 "libibmcast: rank %d: widened group %u (MLID 0x%04x) back to the job's %u member port(s): SM-confirmed ready after %lld us",
@@ -288,21 +291,38 @@ static void reshape(struct ibmc__prk *k, int index, struct kgroup *g)
 		return;
 	}
 	g->asked = want;
+	g->asked_claims = g->nclaims;
 }
 
-static void keeper_progress(struct ibmc__prk *k)
+/* The requests that ended, and new ones for the claims that settled: a
+ * group is reshaped once its claims were left alone for a period, so
+ * that the communicators of one split, claiming together, get the union
+ * at once rather than the first one's nodes for a moment. The next time
+ * to look (INT64_MAX: none). */
+static int64_t keeper_progress(struct ibmc__prk *k, int64_t now)
 {
 	struct ibmc_context *ctx = k->hc->ctx;
+	int64_t next = INT64_MAX, settled;
+	struct kgroup *g;
 	int i;
 
 	for (i = 0; i < ctx->env.ngroups; i++) {
-		if (k->g[i].req)
-			request_done(k, i, &k->g[i]);
-		if (!k->g[i].req && k->g[i].dirty) {
-			k->g[i].dirty = 0;
-			reshape(k, i, &k->g[i]);
+		g = &k->g[i];
+		if (g->req)
+			request_done(k, i, g);
+		settled = g->changed_us + k->period_us;
+		if (!g->req && g->dirty && now >= settled) {
+			g->dirty = 0;
+			reshape(k, i, g);
 		}
+		/* The server's answers come on the requests' threads:
+		 * look again a period later while one is out. */
+		if (g->req && now + k->period_us < next)
+			next = now + k->period_us;
+		else if (!g->req && g->dirty && settled < next)
+			next = settled;
 	}
+	return next;
 }
 
 /* ---- every rank --------------------------------------------------------- */
@@ -438,8 +458,7 @@ int64_t ibmc__prk_progress(struct ibmc_context *ctx, int64_t now)
 {
 	struct ibmc__prk *k = ctx->prk;
 	struct ask **pp = &k->asks, *a;
-	int64_t next = INT64_MAX;
-	int i;
+	int64_t next = INT64_MAX, t;
 
 	while ((a = *pp)) {
 		if (now >= a->until_us) {
@@ -463,12 +482,9 @@ int64_t ibmc__prk_progress(struct ibmc_context *ctx, int64_t now)
 		pp = &a->next;
 	}
 	if (k->hc->rank == KEEPER) {
-		keeper_progress(k);
-		/* The server's answers come on the requests' threads:
-		 * look again a period later while one is out. */
-		for (i = 0; i < ctx->env.ngroups; i++)
-			if (k->g[i].req && now + k->period_us < next)
-				next = now + k->period_us;
+		t = keeper_progress(k, now);
+		if (t < next)
+			next = t;
 	}
 	return next;
 }
