@@ -191,8 +191,8 @@ static inline void ibmc__mpi_agree_mine(ibmc_context_t *ctx, int ok,
  * offered, so that the halves of a split (colors 0 and 1, or any two
  * apart by less than n), whose members see the same groups free, take
  * different ones instead of all the lowest: each half's packets reach its
- * own members only. (Colors n apart still share one, which is why an
- * agreed group is never pruned, comm.c.)
+ * own members only. (Colors n apart still share one: the prune keeper
+ * narrows it to the nodes of both, prune_keep.h.)
  */
 static inline int ibmc__mpi_agree_attr(const uint64_t *v, int multicast,
 				       int sibling, ibmc_comm_attr_t *attr)
