@@ -160,20 +160,6 @@ static void ring_add(struct ring *g, uint32_t id, uint32_t slot)
 static void input(struct ibmc__pk *pk, const struct ibmc__hdr *h,
 		  const unsigned char *payload, size_t plen, int is_mcast);
 
-static void pk_hdr(const struct ibmc__pk *pk, struct ibmc__hdr *h, int op,
-		   uint32_t seq, uint32_t b)
-{
-	memset(h, 0, sizeof(*h));
-	h->kind = IBMC__K_POOL;
-	h->coll = IBMC__C_POOL;
-	h->comm_id = pk->hc->id;
-	h->version = pk->hc->version;
-	h->src = (uint32_t)pk->hc->rank;
-	h->seq = seq;
-	h->a = (uint32_t)op;
-	h->b = b;
-}
-
 /* To world rank `to`; the keeper's messages to itself are handled at once
  * (the transport does not loop a rank's datagrams back to it). */
 static void pk_send(struct ibmc__pk *pk, int to, int op, uint32_t seq,
@@ -181,7 +167,7 @@ static void pk_send(struct ibmc__pk *pk, int to, int op, uint32_t seq,
 {
 	struct ibmc__hdr h;
 
-	pk_hdr(pk, &h, op, seq, b);
+	ibmc__keeper_hdr(pk->hc, IBMC__C_POOL, op, seq, b, &h);
 	if (to == pk->hc->rank)
 		input(pk, &h, payload, plen, 0);
 	else
@@ -632,7 +618,8 @@ static void repl_round(struct ibmc__pk *pk)
 		return;
 	}
 	pk->r.tries++;
-	pk_hdr(pk, &h, P_PING, pk->r.gen, (uint32_t)pk->r.tries);
+	ibmc__keeper_hdr(pk->hc, IBMC__C_POOL, P_PING, pk->r.gen,
+			 (uint32_t)pk->r.tries, &h);
 	/* The hidden communicator never multicasts otherwise: it lends its
 	 * handle to the group under test. */
 	hc->ghandle = pk->pend.ghandle;

@@ -93,15 +93,7 @@ static void prk_send(struct ibmc__prk *k, int to, int op, uint32_t id,
 {
 	struct ibmc__hdr h;
 
-	memset(&h, 0, sizeof(h));
-	h.kind = IBMC__K_POOL;
-	h.coll = IBMC__C_PRUNE;
-	h.comm_id = k->hc->id;
-	h.version = k->hc->version;
-	h.src = (uint32_t)k->hc->rank;
-	h.seq = id;
-	h.a = (uint32_t)op;
-	h.b = group;
+	ibmc__keeper_hdr(k->hc, IBMC__C_PRUNE, op, id, group, &h);
 	if (to == k->hc->rank)
 		input(k, &h, payload, plen);
 	else

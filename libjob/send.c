@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <string.h>
 #include <sys/uio.h>
 
 #include "libjob/model.h"
@@ -52,4 +53,18 @@ int ibmc__mcast_pkt(struct ibmc_comm *comm, const struct ibmc__hdr *h,
 	rc = ctx->ops->mcast_send(ctx->tr, comm->ghandle, iov, n);
 	ibmc__model_send_end(ctx, quiet);
 	return rc;
+}
+
+void ibmc__keeper_hdr(const struct ibmc_comm *hc, int coll, int op,
+		      uint32_t seq, uint32_t b, struct ibmc__hdr *h)
+{
+	memset(h, 0, sizeof(*h));
+	h->kind = IBMC__K_POOL;
+	h->coll = (uint8_t)coll;
+	h->comm_id = hc->id;
+	h->version = hc->version;
+	h->src = (uint32_t)hc->rank;
+	h->seq = seq;
+	h->a = (uint32_t)op;
+	h->b = b;
 }

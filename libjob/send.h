@@ -15,4 +15,10 @@ int ibmc__send_pkt(struct ibmc_comm *comm, int to, const struct ibmc__hdr *h,
 int ibmc__mcast_pkt(struct ibmc_comm *comm, const struct ibmc__hdr *h,
 		    const void *payload, size_t plen);
 
+/* The header of a keeper's message (IBMC__K_POOL) from this rank of the
+ * keeper's hidden communicator hc: coll IBMC__C_POOL or IBMC__C_PRUNE,
+ * operation op in a, seq and b as that keeper says. */
+void ibmc__keeper_hdr(const struct ibmc_comm *hc, int coll, int op,
+		      uint32_t seq, uint32_t b, struct ibmc__hdr *h);
+
 #endif

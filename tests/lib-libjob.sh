@@ -82,6 +82,35 @@ ibmcast_env_from_wait() {
 	export IBMCAST_STATE IBMCAST_GROUPS IBMCAST_NGROUPS
 }
 
+# mpich_shim_need: what an MPI program under the MPICH shim on the
+# simulated fabric needs (the plugin, the fabric's tools, the shim built
+# against MPICH); sets SHIM and MPIEXEC, MPICH's own launcher by its own
+# name: with Open MPI installed beside it the plain mpiexec is Open MPI's
+# (its alternative has the higher priority; the Open MPI side is
+# tests/integration/ompi_coll.sh).
+mpich_shim_need() {
+	SHIM=$top_builddir/libjob/.libs/libibmcast_mpi.so
+	plugin_built || skip_all "osm-plugin/.libs/libibmcast_osm.so not built"
+	need_cmd ibsim ibsim-utils
+	need_cmd opensm opensm
+	need_cmd jq jq
+	need_file "$SHIM" "libjob/libibmcast_mpi.so (configure found no MPI?)"
+	ldd "$SHIM" | grep -q libmpich ||
+		skip_all "libibmcast_mpi.so is not built against MPICH (configure found only Open MPI)"
+	MPIEXEC=$(command -v mpiexec.mpich) ||
+		skip_all "no mpiexec.mpich (Debian package mpich)"
+	# Under the sanitizer build: MPICH (UCX) leaks from modules it
+	# unloads before exit, which LeakSanitizer cannot name to suppress
+	# (a plain MPI_Init/MPI_Finalize program shows them). The ranks keep
+	# every other check (ASAN_OPTIONS=$rank_asan); the shim's own
+	# allocations are freed at MPI_Finalize.
+	rank_asan=${ASAN_OPTIONS-}
+	if ldd "$SHIM" 2>/dev/null | grep -q libasan; then
+		rank_asan=${rank_asan:+$rank_asan:}detect_leaks=0
+		diag "sanitizer build: MPI ranks run with detect_leaks=0 (MPICH's own leaks)"
+	fi
+}
+
 # bcast_run MSG NRANKS HOSTLIST [run options] -- [bcast_check options]
 bcast_run() {
 	local msg=$1 n=$2 nodes=$3 rc=0 runopts=()

@@ -308,14 +308,14 @@ else
 	echo "  shm_leader and the node-aware mcast vs the better flat algorithm"
 	echo "  (ring, recursive_doubling): >= 2x fewer link bytes and messages at"
 	echo "  2 per node, >= 3x at 4 per node, judged without loss recovery (what"
-	echo "  this host's load adds; all link bytes beside). Messages: those sent"
-	echo "  into the fabric. Link bytes have a floor no allgather passes: every"
-	echo "  node takes"
-	echo "  in the other nodes' (N - 1) k blocks over its host link and sends"
-	echo "  its own k out once, N^2 k blocks on the host links in all, while a"
-	echo "  node-ordered ring crosses nodes on N of its kN hops, 2 N (kN - 1)"
-	echo "  blocks there: no scheme carries more than 2 (kN - 1) / kN (< 2x)"
-	echo "  fewer host-link bytes than ring, at any k (bound below)."
+	echo "  this host's load adds; all link bytes beside). Messages: packets"
+	echo "  sent into the fabric. Link bytes have a floor no allgather passes:"
+	echo "  every node takes in the other nodes' (N - 1) k blocks over its host"
+	echo "  link and sends its own k out once, N^2 k blocks on the host links in"
+	echo "  all, while a node-ordered ring crosses nodes on N of its kN hops,"
+	echo "  2 N (kN - 1) blocks there: no scheme carries more than"
+	echo "  2 (kN - 1) / kN (< 2x) fewer host-link bytes than ring, at any k"
+	echo "  (bound below)."
 	awk -F, '
 	NR == 1 { next }
 	$3 >= 2 && $11 != "failed" { b[$2, $3, $6, $5] = $9; p[$2, $3, $6, $5] = $10

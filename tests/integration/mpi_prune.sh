@@ -16,28 +16,14 @@
 # shellcheck disable=SC1091
 . "$top_srcdir/tests/lib-libjob.sh"
 
-SHIM=$top_builddir/libjob/.libs/libibmcast_mpi.so
 PROG=$top_builddir/tests/mpi/prune_mpi
 NRANKS=8
 
-plugin_built || skip_all "osm-plugin/.libs/libibmcast_osm.so not built"
-need_cmd ibsim ibsim-utils
-need_cmd opensm opensm
-need_cmd jq jq
-need_file "$SHIM" "libjob/libibmcast_mpi.so (configure found no MPI?)"
-ldd "$SHIM" | grep -q libmpich ||
-	skip_all "libibmcast_mpi.so is not built against MPICH (configure found only Open MPI)"
-MPIEXEC=$(command -v mpiexec.mpich) ||
-	skip_all "no mpiexec.mpich (Debian package mpich)"
+mpich_shim_need
 need_file "$PROG" "tests/mpi/prune_mpi"
 need_file "$IBMCASTCTL" "tools/ibmcastctl"
 
 plan 12
-
-# MPICH's own leaks under the sanitizer build (see mpi_shim.sh).
-rank_asan=${ASAN_OPTIONS-}
-ldd "$SHIM" 2>/dev/null | grep -q libasan &&
-	rank_asan=${rank_asan:+$rank_asan:}detect_leaks=0
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ibmcast-mpi-prune.XXXXXX")
 at_exit "rm -rf '$tmp'"

@@ -28,7 +28,6 @@
 # shellcheck disable=SC1091
 . "$top_srcdir/tests/lib-libjob.sh"
 
-SHIM=$top_builddir/libjob/.libs/libibmcast_mpi.so
 PROG=$top_builddir/tests/mpi/bcast_mpi
 BPROG=$top_builddir/tests/mpi/barrier_mpi
 ARPROG=$top_builddir/tests/mpi/allreduce_mpi
@@ -38,18 +37,7 @@ TPROG=$top_builddir/tests/mpi/threads_mpi
 BITERS=100	# rounds of barrier_mpi (4 barriers each, on 4 communicators)
 NRANKS=4
 
-plugin_built || skip_all "osm-plugin/.libs/libibmcast_osm.so not built"
-need_cmd ibsim ibsim-utils
-need_cmd opensm opensm
-need_cmd jq jq
-need_file "$SHIM" "libjob/libibmcast_mpi.so (configure found no MPI?)"
-# MPICH's own launcher, by its own name: with Open MPI installed beside it
-# the plain mpiexec is Open MPI's (its alternative has the higher priority).
-# The Open MPI side is tests/integration/ompi_coll.sh.
-ldd "$SHIM" | grep -q libmpich ||
-	skip_all "libibmcast_mpi.so is not built against MPICH (configure found only Open MPI)"
-MPIEXEC=$(command -v mpiexec.mpich) ||
-	skip_all "no mpiexec.mpich (Debian package mpich)"
+mpich_shim_need
 need_file "$PROG" "tests/mpi/bcast_mpi"
 need_file "$BPROG" "tests/mpi/barrier_mpi"
 need_file "$ARPROG" "tests/mpi/allreduce_mpi"
@@ -70,16 +58,6 @@ need_file "$OSHIM" "libjob/libibmcast_ompi.so (configure --with-openmpi-shim)"
 need_file "$IBMCASTCTL" "tools/ibmcastctl"
 
 plan 71
-
-# Under the sanitizer build: MPICH (UCX) leaks from modules it unloads
-# before exit, which LeakSanitizer cannot name to suppress (a plain
-# MPI_Init/MPI_Finalize program shows them). The ranks keep every other
-# check; the shim's own allocations are freed at MPI_Finalize.
-rank_asan=${ASAN_OPTIONS-}
-if ldd "$SHIM" 2>/dev/null | grep -q libasan; then
-	rank_asan=${rank_asan:+$rank_asan:}detect_leaks=0
-	diag "sanitizer build: MPI ranks run with detect_leaks=0 (MPICH's own leaks)"
-fi
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ibmcast-mpi-test.XXXXXX")
 at_exit "rm -rf '$tmp'"
