@@ -61,8 +61,8 @@ struct kgroup {
 	struct ibmc__reshape_req *req;
 	char *asked;		/* req's shape; NULL: widening */
 	int nclaims, asked_claims;
-	int dirty;		/* the claims changed, or a request ended:
-				 * see what they want (not on every step) */
+	int dirty;		/* the claims changed: see what they want
+				 * (not on every step) */
 	int64_t changed_us;	/* when the claims last changed */
 };
 
@@ -248,10 +248,12 @@ static void request_done(struct ibmc__prk *k, int index, struct kgroup *g)
 		free(g->failed);
 		g->failed = NULL;
 	}
+	/* Claims that changed meanwhile left the group dirty; a refusal
+	 * alone is not asked again (a server that is down is not asked a
+	 * period later, over and over). */
 	g->asked = NULL;
 	ibmc__reshape_req_free(g->req);
 	g->req = NULL;
-	g->dirty = 1;
 }
 
 /* Ask for the shape g's claims want, when it is not the one it has. */
