@@ -742,11 +742,15 @@ void ibmc__confirmer_stop(struct ibmc_plugin *p, struct ibmc_confirmer *c)
 	pthread_cond_broadcast(&p->reg.changed);
 	pthread_mutex_unlock(&p->reg.lock);
 	pthread_join(c->thread, NULL);
+	/* ibmc__confirmer_kick reads p->confirmer under the registry lock
+	 * (OpenSM's thread may still kick through rejoin). */
+	pthread_mutex_lock(&p->reg.lock);
+	p->confirmer = NULL;
+	pthread_mutex_unlock(&p->reg.lock);
 	ibmc__smp_client_stop(c->smp);
 	clear_items(c);
 	free(c->items);
 	free(c->q);
 	free(c->res);
 	free(c);
-	p->confirmer = NULL;
 }

@@ -41,7 +41,9 @@ static void log_to_osm(int level, const char *msg, void *arg)
 
 void ibmc__plugin_notify_server(struct ibmc_plugin *p)
 {
+	pthread_mutex_lock(&p->server_lock);
 	ibmc__server_wake(p->server);
+	pthread_mutex_unlock(&p->server_lock);
 }
 
 static void *create(osm_opensm_t *osm)
@@ -53,6 +55,7 @@ static void *create(osm_opensm_t *osm)
 	if (!p)
 		return NULL;
 	p->osm = osm;
+	pthread_mutex_init(&p->server_lock, NULL);
 	ibmc__log_set_sink(log_to_osm, &osm->log);
 	ret = ibmc__options_parse(osm->subn.opt.event_plugin_options, &p->opt,
 				  err, sizeof(err));
@@ -100,6 +103,7 @@ err_opts:
 	ibmc__options_free(&p->opt);
 err_free:
 	ibmc__log_set_sink(NULL, NULL);
+	pthread_mutex_destroy(&p->server_lock);
 	free(p);
 	return NULL;
 }
@@ -107,16 +111,24 @@ err_free:
 static void delete(void *data)
 {
 	struct ibmc_plugin *p = data;
+	struct ibmc_server *s;
 
 	if (!p)
 		return;
 	atomic_store(&p->stopping, true);
-	ibmc__server_stop(p->server);
+	/* No wake-up from another thread may reach the server once it is
+	 * being freed (a confirmation that ended just now wakes it). */
+	pthread_mutex_lock(&p->server_lock);
+	s = p->server;
+	p->server = NULL;
+	pthread_mutex_unlock(&p->server_lock);
+	ibmc__server_stop(s);
 	ibmc__confirmer_stop(p, p->confirmer);
 	/* The groups themselves live in OpenSM's memory and go with it. */
 	ibmc__registry_destroy(&p->reg);
 	ibmc__options_free(&p->opt);
 	ibmc__log_set_sink(NULL, NULL);
+	pthread_mutex_destroy(&p->server_lock);
 	free(p);
 }
 

@@ -20,6 +20,10 @@ struct ibmc_plugin {
 	struct ibmc_options opt;
 	struct ibmc_registry reg;
 	struct ibmc_server *server;
+	/* Guards server against its free at unload: the confirmer thread
+	 * (and OpenSM's, through rejoin) still wake it while delete() stops
+	 * the server. */
+	pthread_mutex_t server_lock;
 	struct ibmc_confirmer *confirmer;
 
 	/* Set from report(), which may run re-entrantly under osm->lock:
