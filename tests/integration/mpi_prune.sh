@@ -42,6 +42,16 @@ shapes() {
 		jq -r '[.jobs[0].groups[] | "\(.nodes // "all"):\(.state)"] | join(" ")'
 }
 
+# paused DIR MARK JOB SHAPES MSG: once prune_mpi is at its pause MARK
+# (DIR/MARK exists), JOB's groups reach SHAPES (see shapes), checked as
+# MSG.
+paused() {
+	wait_until 120 test -e "$1/$2" ||
+		{ diag "$(tail -n 20 "$1/out")"; bail_out "prune_mpi never reached $2"; }
+	wait_until 60 test "$(shapes "$3")" = "$4"
+	is "$(shapes "$3")" "$4" "$5"
+}
+
 # run_split JOB GROUPS WANT NAME: prune_mpi with 2 colors on job JOB (its
 # GROUPS pool groups over node[1-8]); WANT: the shapes expected while
 # the colors live. Checks the shapes before, during and after, and the
@@ -63,17 +73,10 @@ run_split() {
 		< /dev/null > "$d/out" 2>&1 &
 	pid=$!
 	at_exit "kill $pid 2> /dev/null"
-	wait_until 120 test -e "$d/split" ||
-		{ diag "$(tail -n 20 "$d/out")"; bail_out "$name: no split"; }
-	wait_until 60 test "$(shapes "$job")" = "$want"
-	is "$(shapes "$job")" "$want" \
+	paused "$d" split "$job" "$want" \
 		"$name: while the colors live, their groups are narrowed to their nodes and SM-confirmed"
-	dp_ctl reset > /dev/null
 	touch "$d/go"
-	wait_until 120 test -e "$d/freed" ||
-		{ diag "$(tail -n 20 "$d/out")"; bail_out "$name: not freed"; }
-	wait_until 60 test "$(shapes "$job")" = "$all"
-	is "$(shapes "$job")" "$all" \
+	paused "$d" freed "$job" "$all" \
 		"$name: the colors freed, every group widened back to the job and SM-confirmed"
 	touch "$d/end"
 	wait "$pid" || rc=$?
