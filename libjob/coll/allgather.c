@@ -36,7 +36,8 @@ static const struct ibmc__algo_desc algos[] = {
 	  0, 0 },
 	{ IBMC__AG_MCAST, "mcast",
 	  "node shared memory, then one reliable multicast broadcast per node "
-	  "leader (per rank with one rank per node)", 0, 0 },
+	  "leader (per rank with one rank per node), a window at a time; "
+	  "mcast:N: N broadcasts at once", 1, 4096 },
 	{ IBMC__AG_SHM, "shm_leader",
 	  "node shared memory, node leaders exchange (seed 002)", 0, 0 },
 };
@@ -112,7 +113,9 @@ static int start(ibmc_comm_t *c, void *recvbuf, size_t blocklen,
 	int algo = choose(c);
 
 	if (algo == IBMC__AG_MCAST)
-		return ibmc__allgather_mcast_start(c, recvbuf, blocklen, req);
+		return ibmc__allgather_mcast_start(
+			c, recvbuf, blocklen, c->algo_param[IBMC__C_ALLGATHER],
+			req);
 	if (algo == IBMC__AG_RD)
 		ops = &ibmc__allgather_rd_ops;
 	else if (algo == IBMC__AG_SHM)

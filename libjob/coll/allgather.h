@@ -30,9 +30,11 @@ struct ibmc_comm;
 void ibmc__ag_count(struct ibmc_comm *c, int rc, int algo);
 
 /* Start the multicast allgather (coll/allgather_mcast.c) for req:
- * ctx->lock held, own block in place. 0 (req completes later, or did
- * with an error) or -errno. */
+ * ctx->lock held, own block in place; param: "mcast:N"'s N, broadcasts
+ * in flight at once (0: the default budget). 0 (req completes later, or
+ * did with an error) or -errno. */
 int ibmc__allgather_mcast_start(struct ibmc_comm *c, void *recvbuf,
-				size_t blocklen, struct ibmc_request *req);
+				size_t blocklen, int param,
+				struct ibmc_request *req);
 
 #endif

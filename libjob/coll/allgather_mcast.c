@@ -1,17 +1,28 @@
 /* SPDX-License-Identifier: BSD-3-Clause */
 /*
  * "mcast" allgather: reliable multicast broadcasts with the broadcast
- * engine (early return, all of them in flight at once). With one rank per
- * node, one broadcast per rank. With several ranks on a node, the node's
- * ranks first put their blocks together in the node's shared segment (the
- * node part of "shm_leader", no network), and then each node leader
- * multicasts its whole node's blocks once: L broadcasts instead of P, each
- * block crosses each link of the group's tree once, and every member
- * receives every block once per node.
+ * engine (early return). With one rank per node, one broadcast per rank.
+ * With several ranks on a node, the node's ranks first put their blocks
+ * together in the node's shared segment (the node part of "shm_leader",
+ * no network), and then each node leader multicasts its whole node's
+ * blocks once: L broadcasts instead of P, each block crosses each link of
+ * the group's tree once, and every member receives every block once per
+ * node.
  *
- * Either way the call is one request of stages (stages.h): the
- * broadcasts (after the node gather) all in flight at once, and the
- * blocking call is the non-blocking one and a wait.
+ * The broadcasts go in windows: a few at once, the next ones once this
+ * member has received (or, at their roots, sent) the window's. Every
+ * member receives every broadcast, so all of them in flight at once is an
+ * incast of the whole result into each host: on the simulated fabric, 32
+ * leaders of 4 ranks each broadcasting 256 KiB at once kept every host so
+ * far behind that acknowledgement timers fired everywhere, and the
+ * retransmissions they sent added more of the same (28 GB on the links
+ * for 0.3 GB of data, then a member timed out); on hardware, receive
+ * queues overrun the same way. The window holds IBMC__AGM_BUDGET bytes
+ * of broadcasts, at least one broadcast; "mcast:N" sets N broadcasts.
+ *
+ * Either way the call is one request of stages (stages.h): the node
+ * gather, then a stage per window, and the blocking call is the
+ * non-blocking one and a wait.
  */
 #include "config.h"
 
@@ -26,6 +37,12 @@
 #include "libjob/task.h"
 #include "libjob/topo.h"
 
+/* Bytes of broadcasts a window holds (at least one broadcast): a few
+ * MTU-sized windows of the broadcast engine per member, enough to keep
+ * its pipeline full, while every host takes in at most this much at
+ * once. */
+#define IBMC__AGM_BUDGET (512u << 10)
+
 /* A call's state between its stages. */
 struct agm {
 	unsigned char *recvbuf;
@@ -34,7 +51,43 @@ struct agm {
 	unsigned char *stage;		/* node order, when some node's ranks
 					 * are not consecutive; else NULL */
 	int bad;			/* this node's ranks disagree */
+	int carried;			/* the first error a broadcast carried
+					 * (another node's disagreement) */
+	int nbcasts, window;		/* broadcasts in all, and at once */
+	int next;			/* the next one to start */
 };
+
+/* Broadcasts per window for nbcasts of len bytes each (param: "mcast:N"). */
+static int window_of(int nbcasts, size_t len, int param)
+{
+	size_t w = param > 0 ? (size_t)param :
+		   len ? IBMC__AGM_BUDGET / len : (size_t)nbcasts;
+
+	if (w < 1)
+		w = 1;
+	return w > (size_t)nbcasts ? nbcasts : (int)w;
+}
+
+/* Stages of the broadcasts: one per window. */
+static int nwindows(const struct agm *a)
+{
+	return (a->nbcasts + a->window - 1) / a->window;
+}
+
+/*
+ * How the previous window ended: an error a broadcast carried (a node's
+ * ranks disagree: -EMSGSIZE or -EINVAL, the same on every member) is kept
+ * for the end and the next windows still go, so that no member waits
+ * for a broadcast that never comes; any other error ends the call.
+ */
+static int window_ended(struct agm *a, int prev)
+{
+	if (prev && prev != -EMSGSIZE && prev != -EINVAL)
+		return prev;
+	if (!a->carried)
+		a->carried = prev;
+	return 0;
+}
 
 /* One broadcast of len bytes at buf from root, as the running stage's
  * next task; error: what the root's data carries (ibmc__bcast_start_error,
@@ -48,16 +101,19 @@ static int bcast(struct ibmc__stages *s, void *buf, size_t len, int root,
 					     req) : -ENOMEM;
 }
 
-/* The one stage with one rank per node: every rank's broadcast. */
+/* One rank per node: a window of the ranks' broadcasts per stage. */
 static int per_rank(struct ibmc__stages *s, int k, int prev)
 {
 	struct agm *a = s->priv;
-	int r, rc = 0;
+	int rc, end;
 
 	(void)k;
-	(void)prev;
-	for (r = 0; !rc && r < s->comm->size; r++)
-		rc = bcast(s, a->recvbuf + (size_t)r * a->bl, a->bl, r, 0);
+	if ((rc = window_ended(a, prev)))
+		return rc;
+	end = a->next + a->window;
+	for (; !rc && a->next < end && a->next < a->nbcasts; a->next++)
+		rc = bcast(s, a->recvbuf + (size_t)a->next * a->bl, a->bl,
+			   a->next, 0);
 	return rc;
 }
 
@@ -98,25 +154,36 @@ static int node_gather(struct ibmc__stages *s, struct agm *a)
 				&ibmc__allgather_shm_ops, &args, NULL, req);
 }
 
-/* Stage 1: one broadcast per node, from its leader, of the node's blocks
- * (its span of recvbuf, or of the staging buffer); this node's carries
- * a->bad. */
+/* Before the first window: node order for the broadcasts when some
+ * node's ranks are not consecutive. */
+static int stage_nodes(struct ibmc__stages *s, struct agm *a)
+{
+	const struct ibmc__topo *t = a->t;
+	int n, staged = 0;
+
+	for (n = 0; n < t->nnodes; n++)
+		staged |= !contiguous(t, n);
+	if (!staged || !a->bl)
+		return 0;
+	a->stage = malloc((size_t)s->comm->size * a->bl);
+	if (!a->stage)
+		return -ENOMEM;
+	move_node(t, t->my_node, a->stage, a->recvbuf, a->bl, 1);
+	return 0;
+}
+
+/* A window of the node broadcasts, from their leaders, of the nodes'
+ * blocks (their span of recvbuf, or of the staging buffer); this node's
+ * carries a->bad. */
 static int node_bcasts(struct ibmc__stages *s, struct agm *a)
 {
 	const struct ibmc__topo *t = a->t;
 	size_t bl = a->bl;
 	unsigned char *buf;
-	int n, rc = 0, staged = 0;
+	int n, rc = 0, end = a->next + a->window;
 
-	for (n = 0; n < t->nnodes; n++)
-		staged |= !contiguous(t, n);
-	if (staged && bl) {
-		a->stage = malloc((size_t)s->comm->size * bl);
-		if (!a->stage)
-			return -ENOMEM;
-		move_node(t, t->my_node, a->stage, a->recvbuf, bl, 1);
-	}
-	for (n = 0; !rc && n < t->nnodes; n++) {
+	for (; !rc && a->next < end && a->next < t->nnodes; a->next++) {
+		n = a->next;
 		buf = contiguous(t, n) || !bl ?
 		      a->recvbuf + (size_t)t->ranks[t->first[n]] * bl :
 		      a->stage + (size_t)t->first[n] * bl;
@@ -129,16 +196,24 @@ static int node_bcasts(struct ibmc__stages *s, struct agm *a)
 static int per_node(struct ibmc__stages *s, int k, int prev)
 {
 	struct agm *a = s->priv;
+	int rc;
 
 	if (k == 0)
 		return node_gather(s, a);
-	/* The node's ranks disagree on the block length (seen in the
-	 * segment, by them only): the broadcasts still go, this node's
-	 * carrying the error, so that every member fails with it and none
-	 * waits for a broadcast that never comes. */
-	if (prev && prev != -EMSGSIZE && prev != -EINVAL)
-		return prev;
-	a->bad = prev;
+	if (k == 1) {
+		/* The node's ranks disagree on the block length (seen in
+		 * the segment, by them only): the broadcasts still go,
+		 * this node's carrying the error, so that every member
+		 * fails with it and none waits for a broadcast that never
+		 * comes. */
+		if (prev && prev != -EMSGSIZE && prev != -EINVAL)
+			return prev;
+		a->bad = prev;
+		if ((rc = stage_nodes(s, a)))
+			return rc;
+	} else if ((rc = window_ended(a, prev))) {
+		return rc;
+	}
 	return node_bcasts(s, a);
 }
 
@@ -148,7 +223,7 @@ static int end(struct ibmc_comm *c, void *priv, int rc)
 	int n;
 
 	if (!rc && a)
-		rc = a->bad;
+		rc = a->bad ? a->bad : a->carried;
 	for (n = 0; !rc && a && a->stage && n < a->t->nnodes; n++)
 		if (n != a->t->my_node && !contiguous(a->t, n))
 			move_node(a->t, n, a->stage, a->recvbuf, a->bl, 0);
@@ -170,7 +245,8 @@ static const struct ibmc__stages_ops per_node_ops = {
 };
 
 int ibmc__allgather_mcast_start(struct ibmc_comm *c, void *recvbuf,
-				size_t blocklen, struct ibmc_request *req)
+				size_t blocklen, int param,
+				struct ibmc_request *req)
 {
 	const struct ibmc__topo *t = ibmc__comm_topo(c);
 	struct agm *a = calloc(1, sizeof(*a));
@@ -181,10 +257,18 @@ int ibmc__allgather_mcast_start(struct ibmc_comm *c, void *recvbuf,
 	}
 	a->recvbuf = recvbuf;
 	a->bl = blocklen;
-	if (t->max_local < 2)
-		return ibmc__stages_start(c, 1, (uint32_t)c->size, c->size,
-					  &per_rank_ops, a, req);
+	if (t->max_local < 2) {
+		a->nbcasts = c->size;
+		a->window = window_of(a->nbcasts, blocklen, param);
+		return ibmc__stages_start(c, nwindows(a), (uint32_t)c->size,
+					  a->window, &per_rank_ops, a, req);
+	}
 	a->t = t;
-	return ibmc__stages_start(c, 2, 1 + (uint32_t)t->nnodes, t->nnodes,
+	a->nbcasts = t->nnodes;
+	/* (the largest node's broadcast sizes the window) */
+	a->window = window_of(a->nbcasts, (size_t)t->max_local * blocklen,
+			      param);
+	return ibmc__stages_start(c, 1 + nwindows(a),
+				  1 + (uint32_t)t->nnodes, a->window,
 				  &per_node_ops, a, req);
 }

@@ -691,6 +691,10 @@ int main(void)
 		{ "allgather", "recursive_doubling", 0, -EMSGSIZE,
 		  "another block length", 0 },
 		{ "allgather", "mcast", 0, -EMSGSIZE, "another block length", 0 },
+		/* one broadcast a window: the error carried by an early
+		 * window's broadcast, every later window still sent */
+		{ "allgather", "mcast:1", 0, -EMSGSIZE, "another block length",
+		  0 },
 	};
 	static const struct mm_case mm_node_cases[] = {
 		{ "allgather", "shm_leader", 0, -EMSGSIZE,
@@ -754,6 +758,12 @@ int main(void)
 	ag_sizes(64, "shm_leader", 0, 0, small, 3, "0 B..3000 B");
 	ag_sizes(64, "mcast", 0, 1, small, 3, "0 B..3000 B");
 	ag_sizes(64, "auto", 0, 0, small, 3, "0 B..3000 B");
+	/* The multicast allgather's broadcasts a window at a time: two at
+	 * once, on uneven nodes and one per node, under loss. */
+	lbjob_nodes(uneven12, 12);
+	ag_sizes(12, "mcast:2", 50000, 1, small, 3, "0 B..3000 B, 8+1+3 interleaved");
+	unsetenv("IBMCAST_LOOPBACK_NODES");
+	ag_case(7, "mcast:2", 50000, 0);
 	ar_counts(64, "shm_mcast", 0, NULL, 5, "0..50000 elements");
 	ar_counts(64, "auto", 0, NULL, 5, "0..50000 elements");
 	unsetenv("IBMCAST_LOOPBACK_NODES");
@@ -798,7 +808,7 @@ int main(void)
 	for (j = 0; j < 2; j++) {
 		mm_nb = (int)j;
 		for (i = 0; i < sizeof(mm_cases) / sizeof(mm_cases[0]); i++) {
-			if (strcmp(mm_cases[i].algo, "mcast"))
+			if (strncmp(mm_cases[i].algo, "mcast", 5))
 				continue;
 			if (mm_nb) {
 				mismatch_case(&mm_cases[i], 4);
