@@ -5,13 +5,13 @@
  *
  * "mcast" is one reliable multicast broadcast per node leader carrying
  * its node's blocks (per rank with one rank per node; the broadcast
- * engine with early return, all in flight at once): every block crosses
- * each link of the group's tree once, where the ring carries it over
- * P - 1 paths. Auto does not choose it yet: P broadcasts at once
- * overload the simulated fabric's one-thread data plane (4-80x slower than
- * recursive doubling there, and at 32 ranks back to back some member
- * stalls past the timeout), so auto takes recursive doubling on 2^k ranks
- * and the ring on others. A non-blocking call takes the algorithm the
+ * engine with early return, a window of them at a time): every block
+ * crosses each link of the group's tree once, where the ring carries it
+ * over P - 1 paths. Auto does not choose it yet: the fastest in modeled
+ * time, it is slower than shm_leader in wall time on the simulated
+ * fabric's one-thread data plane at small blocks (README, Status), so
+ * auto takes shm_leader when a node holds two members, else recursive
+ * doubling on 2^k ranks and the ring on others. A non-blocking call takes the algorithm the
  * blocking one would: a program that mixes them gets one layout, and
  * the choice never depends on which of them a member called.
  */
