@@ -11,9 +11,10 @@
  * time, it is slower than shm_leader in wall time on the simulated
  * fabric's one-thread data plane at small blocks (README, Status), so
  * auto takes shm_leader when a node holds two members, else recursive
- * doubling on 2^k ranks and the ring on others. A non-blocking call takes the algorithm the
- * blocking one would: a program that mixes them gets one layout, and
- * the choice never depends on which of them a member called.
+ * doubling on 2^k ranks and the ring on others. A non-blocking call
+ * takes the algorithm the blocking one would: a program that mixes them
+ * gets one layout, and the choice never depends on which of them a
+ * member called.
  */
 #include "config.h"
 
