@@ -761,7 +761,8 @@ int main(void)
 	/* The multicast allgather's broadcasts a window at a time: two at
 	 * once, on uneven nodes and one per node, under loss. */
 	lbjob_nodes(uneven12, 12);
-	ag_sizes(12, "mcast:2", 50000, 1, small, 3, "0 B..3000 B, 8+1+3 interleaved");
+	ag_sizes(12, "mcast:2", 50000, 1, small, 3,
+		 "0 B..3000 B, 8+1+3 interleaved");
 	unsetenv("IBMCAST_LOOPBACK_NODES");
 	ag_case(7, "mcast:2", 50000, 0);
 	ar_counts(64, "shm_mcast", 0, NULL, 5, "0..50000 elements");
