@@ -16,6 +16,7 @@
 #ifndef IBMCAST_LIBJOB_STAGES_H
 #define IBMCAST_LIBJOB_STAGES_H
 
+#include <errno.h>
 #include <stdint.h>
 
 struct ibmc_comm;
@@ -77,6 +78,18 @@ int ibmc__stages_poll(struct ibmc_comm *comm);
 
 /* 1 when seq is reserved on comm for a stage not started yet. */
 int ibmc__stages_reserved(const struct ibmc_comm *comm, uint32_t seq);
+
+/*
+ * Whether a stage that ended with rc lets the next one start anyway: the
+ * members disagree (-EMSGSIZE, -EINVAL), which some see before the
+ * others; the later stages still go, their data carrying the error to
+ * every member, so that none waits for a message that never comes. Any
+ * other error ends the call.
+ */
+static inline int ibmc__stages_carry_on(int rc)
+{
+	return !rc || rc == -EMSGSIZE || rc == -EINVAL;
+}
 
 /* The transport failed under s: its running tasks fail with rc. */
 void ibmc__stages_fail(struct ibmc__stages *s, int rc);

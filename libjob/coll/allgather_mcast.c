@@ -74,15 +74,13 @@ static int nwindows(const struct agm *a)
 	return (a->nbcasts + a->window - 1) / a->window;
 }
 
-/*
- * How the previous window ended: an error a broadcast carried (a node's
- * ranks disagree: -EMSGSIZE or -EINVAL, the same on every member) is kept
- * for the end and the next windows still go, so that no member waits
- * for a broadcast that never comes; any other error ends the call.
- */
+/* How the previous window ended: an error a broadcast carried (a node's
+ * ranks disagree, the same on every member) is kept for the end and the
+ * next windows still go (ibmc__stages_carry_on); any other ends the
+ * call. */
 static int window_ended(struct agm *a, int prev)
 {
-	if (prev && prev != -EMSGSIZE && prev != -EINVAL)
+	if (!ibmc__stages_carry_on(prev))
 		return prev;
 	if (!a->carried)
 		a->carried = prev;
@@ -206,7 +204,7 @@ static int per_node(struct ibmc__stages *s, int k, int prev)
 		 * this node's carrying the error, so that every member
 		 * fails with it and none waits for a broadcast that never
 		 * comes. */
-		if (prev && prev != -EMSGSIZE && prev != -EINVAL)
+		if (!ibmc__stages_carry_on(prev))
 			return prev;
 		a->bad = prev;
 		if ((rc = stage_nodes(s, a)))

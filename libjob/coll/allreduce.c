@@ -174,7 +174,7 @@ static int mcast_stage(struct ibmc__stages *s, int k, int prev)
 	/* Members that disagree (count, datatype, operation) are seen only
 	 * on the way up, by some ranks; the others wait for the broadcast:
 	 * it still goes, carrying the root's error to every member. */
-	if (prev && prev != -EMSGSIZE && prev != -EINVAL)
+	if (!ibmc__stages_carry_on(prev))
 		return prev;
 	req = ibmc__stages_req(s);
 	if (!req)
