@@ -99,22 +99,6 @@ static int bcast(struct ibmc__stages *s, void *buf, size_t len, int root,
 					     req) : -ENOMEM;
 }
 
-/* One rank per node: a window of the ranks' broadcasts per stage. */
-static int per_rank(struct ibmc__stages *s, int k, int prev)
-{
-	struct agm *a = s->priv;
-	int rc, end;
-
-	(void)k;
-	if ((rc = window_ended(a, prev)))
-		return rc;
-	end = a->next + a->window;
-	for (; !rc && a->next < end && a->next < a->nbcasts; a->next++)
-		rc = bcast(s, a->recvbuf + (size_t)a->next * a->bl, a->bl,
-			   a->next, 0);
-	return rc;
-}
-
 /* Node n's ranks are consecutive communicator ranks: its blocks are one
  * span of recvbuf, where its broadcast can go directly. */
 static int contiguous(const struct ibmc__topo *t, int n)
@@ -170,25 +154,44 @@ static int stage_nodes(struct ibmc__stages *s, struct agm *a)
 	return 0;
 }
 
-/* A window of the node broadcasts, from their leaders, of the nodes'
- * blocks (their span of recvbuf, or of the staging buffer); this node's
- * carries a->bad. */
-static int node_bcasts(struct ibmc__stages *s, struct agm *a)
+/* Broadcast i: rank i's block (one rank per node), or node i's blocks
+ * from its leader (their span of recvbuf, or of the staging buffer),
+ * this node's carrying a->bad. */
+static int bcast_nth(struct ibmc__stages *s, struct agm *a, int i)
 {
 	const struct ibmc__topo *t = a->t;
 	size_t bl = a->bl;
 	unsigned char *buf;
-	int n, rc = 0, end = a->next + a->window;
 
-	for (; !rc && a->next < end && a->next < t->nnodes; a->next++) {
-		n = a->next;
-		buf = contiguous(t, n) || !bl ?
-		      a->recvbuf + (size_t)t->ranks[t->first[n]] * bl :
-		      a->stage + (size_t)t->first[n] * bl;
-		rc = bcast(s, buf, (size_t)ibmc__topo_count(t, n) * bl,
-			   t->leaders[n], n == t->my_node ? a->bad : 0);
-	}
+	if (!t)
+		return bcast(s, a->recvbuf + (size_t)i * bl, bl, i, 0);
+	buf = contiguous(t, i) || !bl ?
+	      a->recvbuf + (size_t)t->ranks[t->first[i]] * bl :
+	      a->stage + (size_t)t->first[i] * bl;
+	return bcast(s, buf, (size_t)ibmc__topo_count(t, i) * bl,
+		     t->leaders[i], i == t->my_node ? a->bad : 0);
+}
+
+/* The next window of broadcasts, as the running stage's tasks. */
+static int bcast_window(struct ibmc__stages *s, struct agm *a)
+{
+	int rc = 0, end = a->next + a->window;
+
+	for (; !rc && a->next < end && a->next < a->nbcasts; a->next++)
+		rc = bcast_nth(s, a, a->next);
 	return rc;
+}
+
+/* One rank per node: a window of the ranks' broadcasts per stage. */
+static int per_rank(struct ibmc__stages *s, int k, int prev)
+{
+	struct agm *a = s->priv;
+	int rc;
+
+	(void)k;
+	if ((rc = window_ended(a, prev)))
+		return rc;
+	return bcast_window(s, a);
 }
 
 static int per_node(struct ibmc__stages *s, int k, int prev)
@@ -212,7 +215,7 @@ static int per_node(struct ibmc__stages *s, int k, int prev)
 	} else if ((rc = window_ended(a, prev))) {
 		return rc;
 	}
-	return node_bcasts(s, a);
+	return bcast_window(s, a);
 }
 
 static int end(struct ibmc_comm *c, void *priv, int rc)
