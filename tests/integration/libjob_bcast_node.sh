@@ -7,7 +7,8 @@
 # 0 B to 1 MiB verified byte for byte on every rank, several communicators
 # and halves at once; its leaders really multicast (the fabric replicates)
 # and every rank counts the broadcast as multicast; with 4 ranks per node
-# it sends less than half the acks of today's "mcast"; then under
+# only the node leaders send packets (today's "mcast": every rank), and
+# fewer control packets; then under
 # 5% seeded loss with duplication and reordering.
 
 # shellcheck disable=SC1091
@@ -16,7 +17,7 @@
 . "$top_srcdir/tests/lib-libjob.sh"
 
 libjob_need
-plan 15
+plan 16
 
 sim_up --hosts 8 --radix 8 || bail_out "fabric did not come up"
 # shellcheck disable=SC1091
@@ -64,31 +65,45 @@ bcast_run "4 ranks on one node: shared memory only" \
 	--roots all --expect p2p
 is "$(dp_ctl counters | jq '.sends')" 0 "  ... nothing went into the fabric"
 
-# Acks: at 4 ranks per node only the 4 leaders acknowledge (today: 16).
-# The data plane's control-sized unicast packets (uc_small: acks, NACKs,
-# probes) per broadcast: the difference between 12 and 4 broadcasts of a
-# run, without what the program's set-up sends.
-acks() {	# ALGO REPS: control packets of one run
+# Acks: at 4 ranks per node only the 4 node leaders take part in the
+# network protocol (today: all 16 ranks acknowledge). Which members sent
+# any packet during the broadcasts is exact (bcast_check's senders=). The
+# number of control packets is not: the data plane's control-sized
+# unicast packets (uc_small: acks, NACKs, probes) per broadcast, the
+# difference between 12 and 4 broadcasts of a run (without what the
+# program's set-up sends), depends on the host's load both ways: a loaded
+# host resends after spurious timeouts, and a member that falls behind
+# acknowledges several fragments with one cumulative ack. Typical here:
+# shm_mcast 18-21, mcast 94-127; under the sanitizer in CI beside other
+# tests, 35 against 70 and 47 against 81. So the count is only required
+# to be lower, the least of 3 measurements each.
+ack_run() {	# ALGO REPS: "CONTROL_PACKETS SENDERS" of one run
+	local out
 	dp_ctl reset > /dev/null
-	"$IBMCAST_RUN" -n 16 --nodes 'node[1-4]' -k 4 "${J[@]}" --timeout 120 \
-		-- "$BCAST_CHECK" --quiet --algo "$1" --sizes 64K --reps "$2" \
-		--roots 0 > /dev/null 2>&1 || echo 0
-	dp_ctl counters | jq '.uc_small'
+	out=$("$IBMCAST_RUN" -n 16 --nodes 'node[1-4]' -k 4 "${J[@]}" \
+		--timeout 120 -- "$BCAST_CHECK" --quiet --algo "$1" \
+		--sizes 64K --reps "$2" --roots 0 2> /dev/null) ||
+		{ echo "0 0"; return; }
+	BCAST_OUT=$out
+	echo "$(dp_ctl counters | jq '.uc_small') $(bcast_field senders)"
 }
-# per_bcast ALGO: the least of 3 measurements: a loaded host only adds
-# control packets (resends after spurious timeouts), never removes one.
+# per_bcast ALGO: "LEAST_CONTROL_PACKETS_PER_BROADCAST SENDERS"
 per_bcast() {
-	local i v least=
+	local i many few senders v least=
 	for i in 1 2 3; do
-		v=$(( ($(acks "$1" 12) - $(acks "$1" 4)) / 8 ))
+		read -r many senders < <(ack_run "$1" 12)
+		read -r few _ < <(ack_run "$1" 4)
+		v=$(( (many - few) / 8 ))
 		if [ -z "$least" ] || [ "$v" -lt "$least" ]; then least=$v; fi
 	done
-	echo "$least"
+	echo "$least ${senders:-0}"
 }
-today=$(per_bcast mcast)
-node=$(per_bcast shm_mcast)
-ok "$([ "$node" -gt 0 ] && [ $((2 * node)) -lt "$today" ]; echo $?)" \
-	"16 ranks, 4 per node, 64 KiB from rank 0: control packets (acks, NACKs, probes) per broadcast: shm_mcast $node, mcast $today (less than half)"
+read -r today today_senders < <(per_bcast mcast)
+read -r node node_senders < <(per_bcast shm_mcast)
+is "$node_senders $today_senders" "4 16" \
+	"16 ranks, 4 per node, 64 KiB from rank 0: members that sent packets: shm_mcast $node_senders (the node leaders), mcast $today_senders"
+ok "$([ "$node" -gt 0 ] && [ "$node" -lt "$today" ]; echo $?)" \
+	"  ... control packets (acks, NACKs, probes) per broadcast: shm_mcast $node, mcast $today (fewer)"
 
 # --- loss, duplication, reordering -----------------------------------------
 dp_ctl clear > /dev/null

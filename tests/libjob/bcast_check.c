@@ -53,7 +53,7 @@ struct job {
 	int world_rank;
 	uint64_t ok, bad, mcast, p2p, unexpected;
 	double *times;		/* per size: sum of this rank's seconds */
-	ibmc_comm_stats_t st;
+	ibmc_comm_stats_t st0, st;	/* before and after the broadcasts */
 };
 
 ibmc_bootstrap_t bs;
@@ -80,7 +80,9 @@ static void usage(FILE *f)
 		"last broadcast; with --halves the two halves broadcast at\n"
 		"once, each on its own communicator, and the modeled time of the\n"
 		"half done first (median) and of the other (least and median)\n"
-		"is printed too). Exit 0 when every broadcast on every\n"
+		"is printed too). The \"stats\" line sums every rank's counters;\n"
+		"its senders= counts the members (of each communicator) that sent\n"
+		"any packet during the broadcasts. Exit 0 when every broadcast on every\n"
 		"rank was correct, 1 if any was not, 2 on setup errors.\n",
 		prog);
 }
@@ -278,6 +280,7 @@ static void *run_comm(void *arg)
 		j->bad++;
 		return NULL;
 	}
+	ibmc_comm_get_stats(j->comm, &j->st0);
 	nr = o->roots ? o->nroots : n;
 	for (si = 0; si < o->nsizes; si++)
 		for (rep = 0; rep < o->reps; rep++)
@@ -352,6 +355,7 @@ static int run_timed(struct job *j, double *cmpl_med, double *cmpl_max)
 	if (!buf || !all || !samples || !msamp || !mfirst || !hsamp[0] ||
 	    !hsamp[1] || !hearly || !hlate)
 		die("out of memory");
+	ibmc_comm_get_stats(j->comm, &j->st0);
 	for (si = 0; si < o->nsizes; si++) {
 		for (rep = 0; rep < o->reps; rep++) {
 			root = o->roots ? o->roots[rep % o->nroots] % n :
@@ -439,6 +443,9 @@ static int run_timed(struct job *j, double *cmpl_med, double *cmpl_max)
 struct verdict {
 	uint64_t ok, bad, mcast, p2p, unexpected;
 	uint64_t packets, bytes, retransmits, repairs, timeouts, duplicates;
+	/* members (of each communicator) that sent any packet during the
+	 * broadcasts: with the node-leader layout, the leaders alone */
+	uint64_t senders;
 };
 
 int main(int argc, char **argv)
@@ -554,6 +561,7 @@ int main(int argc, char **argv)
 		v.repairs += jobs[i].st.repairs;
 		v.timeouts += jobs[i].st.timeouts;
 		v.duplicates += jobs[i].st.duplicates;
+		v.senders += jobs[i].st.packets_sent > jobs[i].st0.packets_sent;
 	}
 
 	all = calloc((size_t)bs.size, sizeof(*all));
@@ -575,6 +583,7 @@ int main(int argc, char **argv)
 		v.repairs += all[i].repairs;
 		v.timeouts += all[i].timeouts;
 		v.duplicates += all[i].duplicates;
+		v.senders += all[i].senders;
 	}
 	if (bs.rank == 0) {
 		if (o.tap) {
@@ -594,9 +603,10 @@ int main(int argc, char **argv)
 		       v.mcast, v.p2p, v.unexpected, now() - t0);
 		printf("%sstats packets=%" PRIu64 " bytes=%" PRIu64
 		       " retransmits=%" PRIu64 " repairs=%" PRIu64
-		       " timeouts=%" PRIu64 " duplicates=%" PRIu64 "\n",
+		       " timeouts=%" PRIu64 " duplicates=%" PRIu64
+		       " senders=%" PRIu64 "\n",
 		       o.tap ? "# " : "", v.packets, v.bytes, v.retransmits,
-		       v.repairs, v.timeouts, v.duplicates);
+		       v.repairs, v.timeouts, v.duplicates, v.senders);
 		if (o.timing)
 			for (i = 0; i < o.nsizes; i++)
 			{
