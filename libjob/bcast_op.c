@@ -198,6 +198,8 @@ int ibmc__op_send_frag(struct ibmc__op *op, int to, uint32_t frag, int retx)
 	h.flags = (retx ? IBMC__F_RETX : 0) | error_flag(op);
 	if (retx)
 		op->comm->st.retransmits++;
+	else if (frag == 0)	/* a child's copy starts */
+		ibmc__count_message(op->comm, to);
 	frag_model_on(op, frag, retx);
 	rc = ibmc__send_pkt(op->comm, to, &h,
 			    op->buf + (size_t)frag * op->fragsz,
@@ -218,6 +220,8 @@ int ibmc__op_mcast_frag(struct ibmc__op *op, uint32_t frag, int retx)
 		op->comm->st.retransmits++;
 	else if (op->t_avail)
 		op->t_avail[frag] = ibmc__op_now();
+	if (!retx && frag == 0)
+		ibmc__count_message(op->comm, -1);
 	frag_model_on(op, frag, retx);
 	rc = ibmc__mcast_pkt(op->comm, &h,
 			     op->buf + (size_t)frag * op->fragsz,

@@ -315,6 +315,7 @@ static inline void ibmc__mpi_stats_add(ibmc_comm_stats_t *to,
 	to->duplicates += s->duplicates;
 	to->stale_dropped += s->stale_dropped;
 	to->pulls += s->pulls;
+	to->messages_sent += s->messages_sent;
 }
 
 #endif

@@ -8,6 +8,7 @@
 
 #include "libjob/model.h"
 #include "libjob/send.h"
+#include "libjob/topo.h"
 
 static int fill(const struct ibmc__hdr *h, const void *payload, size_t plen,
 		unsigned char *hb, struct iovec *iov)
@@ -53,6 +54,17 @@ int ibmc__mcast_pkt(struct ibmc_comm *comm, const struct ibmc__hdr *h,
 	rc = ctx->ops->mcast_send(ctx->tr, comm->ghandle, iov, n);
 	ibmc__model_send_end(ctx, quiet);
 	return rc;
+}
+
+void ibmc__count_message(struct ibmc_comm *comm, int to)
+{
+	const struct ibmc__topo *t;
+
+	/* Without memory for the topology, every message counts. */
+	if (to >= 0 && (t = ibmc__comm_topo(comm)) &&
+	    t->node_of[to] == t->my_node)
+		return;
+	comm->st.messages_sent++;
 }
 
 void ibmc__keeper_hdr(const struct ibmc_comm *hc, int coll, int op,

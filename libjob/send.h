@@ -15,6 +15,10 @@ int ibmc__send_pkt(struct ibmc_comm *comm, int to, const struct ibmc__hdr *h,
 int ibmc__mcast_pkt(struct ibmc_comm *comm, const struct ibmc__hdr *h,
 		    const void *payload, size_t plen);
 
+/* One message (ibmc_comm_stats_t.messages_sent) to member to, counted
+ * when to is on another node; to < 0: a multicast, counted once. */
+void ibmc__count_message(struct ibmc_comm *comm, int to);
+
 /* The header of a keeper's message (IBMC__K_POOL) from this rank of the
  * keeper's hidden communicator hc: coll IBMC__C_POOL or IBMC__C_PRUNE,
  * operation op in a, seq and b as that keeper says. */

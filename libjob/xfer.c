@@ -315,9 +315,10 @@ int ibmc__xfer_post(struct ibmc__xfers *xs, int i, int send, int peer,
 	x->posted = 1;
 	/* At once: the send follows in modeled time what made the
 	 * algorithm post it, not whatever else one progress pass takes. */
-	if (send)
+	if (send) {
+		ibmc__count_message(c, peer);
 		send_window(xs, x);
-	else if (xs->kept.head)
+	} else if (xs->kept.head)
 		take_kept(xs, x);
 	return 0;
 }

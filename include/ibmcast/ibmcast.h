@@ -292,6 +292,12 @@ typedef struct ibmc_comm_stats {
 	 * lazy testing): microseconds from its creation to the call from
 	 * which it multicasts, on this member (0: it did not switch). */
 	uint64_t switch_us;
+	/* Messages of broadcasts, allgathers and allreduces this member
+	 * sent to members on other nodes, whatever their size (seed 002's
+	 * count, "a single message per pair of nodes"): a point-to-point
+	 * transfer counts once, a multicast once; fragments, acks and
+	 * repeats are not messages. */
+	uint64_t messages_sent;
 } ibmc_comm_stats_t;
 int ibmc_comm_get_stats(const ibmc_comm_t *comm, ibmc_comm_stats_t *st);
 

@@ -110,6 +110,8 @@ static void usage(FILE *f)
 		"the non-blocking calls, each waited for at once. --timing: one\n"
 		"communicator, each call started together after a bootstrap barrier,\n"
 		"per size the median of the first start to the last return.\n"
+		"The \"stats\" line sums every member's counters (messages=: the\n"
+		"messages sent to other nodes, ibmc_comm_get_stats(3)).\n"
 		"Exit 0 when every result on every rank was right, 1 if any was not,\n"
 		"2 on setup errors.\n", prog);
 }
@@ -674,6 +676,7 @@ static void run_timed(struct job *j, double *med, double *mmed)
 struct verdict {
 	uint64_t ok, bad, unexpected;
 	uint64_t packets, bytes, retransmits, timeouts, duplicates;
+	uint64_t messages;	/* to other nodes (messages_sent) */
 	char used[32];
 };
 
@@ -816,6 +819,7 @@ int main(int argc, char **argv)
 		v.retransmits += jobs[i].st.retransmits;
 		v.timeouts += jobs[i].st.timeouts;
 		v.duplicates += jobs[i].st.duplicates;
+		v.messages += jobs[i].st.messages_sent;
 	}
 	snprintf(v.used, sizeof(v.used), "%s", jobs[0].used);
 
@@ -842,6 +846,7 @@ int main(int argc, char **argv)
 		v.retransmits += all[i].retransmits;
 		v.timeouts += all[i].timeouts;
 		v.duplicates += all[i].duplicates;
+		v.messages += all[i].messages;
 		/* every rank must report the same algorithm */
 		if (strcmp(all[i].used, all[0].used))
 			v.unexpected++;
@@ -853,8 +858,9 @@ int main(int argc, char **argv)
 		       v.bad, mism, v.unexpected, all[0].used, now() - t0);
 		printf("stats packets=%" PRIu64 " bytes=%" PRIu64
 		       " retransmits=%" PRIu64 " timeouts=%" PRIu64
-		       " duplicates=%" PRIu64 "\n", v.packets, v.bytes,
-		       v.retransmits, v.timeouts, v.duplicates);
+		       " duplicates=%" PRIu64 " messages=%" PRIu64 "\n",
+		       v.packets, v.bytes, v.retransmits, v.timeouts,
+		       v.duplicates, v.messages);
 		if (o.timing)
 			for (i = 0; i < o.nsizes; i++)
 			{

@@ -10,7 +10,8 @@
  * flight together (the multicast layouts too, mixed with blocking calls
  * and broadcasts, on uneven nodes, under loss), and mismatched counts,
  * operations and block lengths reported on every rank, by the blocking
- * and the non-blocking calls (never a wrong answer, never a timeout).
+ * and the non-blocking calls (never a wrong answer, never a timeout);
+ * and the messages each algorithm sends between nodes, counted exactly.
  */
 #include "config.h"
 
@@ -572,6 +573,62 @@ static void nbm_case(int n, const int *nodes, const char *where,
 	       "ibmc_wait", (int)p.ok, n, what, lbjob_now() - t0);
 }
 
+/* Messages to other nodes (ibmc_comm_stats_t.messages_sent) summed over
+ * the ranks of one call: each algorithm's count follows from its shape,
+ * so it is checked exactly. */
+struct msgs {
+	const char *coll, *algo;
+	atomic_ulong sum;
+	atomic_int bad;
+};
+
+static int msgs_rank(ibmc_context_t *ctx, int rank, void *arg)
+{
+	struct msgs *m = arg;
+	int n = ibmc_context_size(ctx);
+	double *buf = calloc((size_t)n * 64, sizeof(double));
+	ibmc_comm_stats_t st0, st1;
+	ibmc_comm_t *c;
+	int rc;
+
+	(void)rank;
+	if (!buf || ibmc_comm_create(ctx, NULL, 0, &c)) {
+		free(buf);
+		return 1;
+	}
+	rc = ibmc_comm_set_algo(c, m->coll, m->algo);
+	ibmc_comm_get_stats(c, &st0);
+	if (!rc && !strcmp(m->coll, "bcast"))
+		rc = ibmc_bcast(c, buf, 64 * sizeof(double), 0);
+	else if (!rc && !strcmp(m->coll, "allgather"))
+		rc = ibmc_allgather(c, IBMC_IN_PLACE, buf, 64 * sizeof(double));
+	else if (!rc)
+		rc = ibmc_allreduce(c, IBMC_IN_PLACE, buf, 64, IBMC_DOUBLE,
+				    IBMC_SUM);
+	ibmc_comm_get_stats(c, &st1);
+	if (rc)
+		atomic_fetch_add(&m->bad, 1);
+	atomic_fetch_add(&m->sum, st1.messages_sent - st0.messages_sent);
+	free(buf);
+	return ibmc_comm_free(c);
+}
+
+static void msgs_case(const char *coll, const char *algo, unsigned long want,
+		      const char *why)
+{
+	static const int pairs[] = { 0, 0, 1, 1, 2, 2, 3, 3 };
+	struct msgs m = { .coll = coll, .algo = algo };
+	int fails;
+
+	lbjob_env(2, 2048);
+	lbjob_nodes(pairs, 8);
+	fails = lbjob_run(8, msgs_rank, &m);
+	unsetenv("IBMCAST_LOOPBACK_NODES");
+	tap_ok(!fails && !m.bad && m.sum == want,
+	       "%s %s, 8 ranks on 4 nodes of 2: %lu messages between nodes (%lu: %s)",
+	       coll, algo, (unsigned long)m.sum, want, why);
+}
+
 static atomic_int mm_size, mm_inval, mm_other, mm_zero;
 static double mm_secs[8];
 
@@ -796,6 +853,18 @@ int main(void)
 		 "4 MiB blocks", 0);
 	nbm_case(5, one_per, "one per node", "mcast", "mcast", 0, nb_sizes, 4,
 		 "0 B..200 kB", 1);
+
+	msgs_case("bcast", "binomial", 3, "from rank 0: to ranks 2 and 4, and 4 to 6");
+	msgs_case("bcast", "mcast", 1, "one multicast");
+	msgs_case("bcast", "shm_mcast", 1, "one multicast");
+	msgs_case("allgather", "ring", 28, "every rank sends 7, on 4 of the 8 hops to another node");
+	msgs_case("allgather", "recursive_doubling", 16, "8 ranks, 2 of 3 steps to another node");
+	msgs_case("allgather", "shm_leader", 8, "4 leaders, 2 steps");
+	msgs_case("allgather", "mcast", 4, "one multicast a node");
+	msgs_case("allreduce", "recursive_doubling", 16, "8 ranks, 2 of 3 steps to another node");
+	msgs_case("allreduce", "rabenseifner", 32, "recursive halving, then doubling: 16 each");
+	msgs_case("allreduce", "mcast", 4, "the binomial reduce crosses nodes 3 times, one multicast");
+	msgs_case("allreduce", "shm_mcast", 9, "4 leaders, 2 steps, one multicast");
 
 	setenv("IBMCAST_BCAST_TIMEOUT_MS", "2000", 1);
 	for (i = 0; i < sizeof(mm_cases) / sizeof(mm_cases[0]); i++) {
