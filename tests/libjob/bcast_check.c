@@ -82,8 +82,8 @@ static void usage(FILE *f)
 		"half done first (median) and of the other (least and median)\n"
 		"is printed too). The \"stats\" line sums every rank's counters;\n"
 		"its senders= counts the members (of each communicator) that sent\n"
-		"any packet during the broadcasts. Exit 0 when every broadcast on every\n"
-		"rank was correct, 1 if any was not, 2 on setup errors.\n",
+		"any packet during the broadcasts. Exit 0 when every broadcast\n"
+		"on every rank was correct, 1 if any was not, 2 on setup errors.\n",
 		prog);
 }
 

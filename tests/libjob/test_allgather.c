@@ -854,17 +854,24 @@ int main(void)
 	nbm_case(5, one_per, "one per node", "mcast", "mcast", 0, nb_sizes, 4,
 		 "0 B..200 kB", 1);
 
-	msgs_case("bcast", "binomial", 3, "from rank 0: to ranks 2 and 4, and 4 to 6");
+	msgs_case("bcast", "binomial", 3,
+		  "from rank 0: to ranks 2 and 4, and 4 to 6");
 	msgs_case("bcast", "mcast", 1, "one multicast");
 	msgs_case("bcast", "shm_mcast", 1, "one multicast");
-	msgs_case("allgather", "ring", 28, "every rank sends 7, on 4 of the 8 hops to another node");
-	msgs_case("allgather", "recursive_doubling", 16, "8 ranks, 2 of 3 steps to another node");
+	msgs_case("allgather", "ring", 28,
+		  "every rank sends 7, on 4 of the 8 hops to another node");
+	msgs_case("allgather", "recursive_doubling", 16,
+		  "8 ranks, 2 of 3 steps to another node");
 	msgs_case("allgather", "shm_leader", 8, "4 leaders, 2 steps");
 	msgs_case("allgather", "mcast", 4, "one multicast a node");
-	msgs_case("allreduce", "recursive_doubling", 16, "8 ranks, 2 of 3 steps to another node");
-	msgs_case("allreduce", "rabenseifner", 32, "recursive halving, then doubling: 16 each");
-	msgs_case("allreduce", "mcast", 4, "the binomial reduce crosses nodes 3 times, one multicast");
-	msgs_case("allreduce", "shm_mcast", 9, "4 leaders, 2 steps, one multicast");
+	msgs_case("allreduce", "recursive_doubling", 16,
+		  "8 ranks, 2 of 3 steps to another node");
+	msgs_case("allreduce", "rabenseifner", 32,
+		  "recursive halving, then doubling: 16 each");
+	msgs_case("allreduce", "mcast", 4,
+		  "the binomial reduce crosses nodes 3 times, one multicast");
+	msgs_case("allreduce", "shm_mcast", 9,
+		  "4 leaders, 2 steps, one multicast");
 
 	setenv("IBMCAST_BCAST_TIMEOUT_MS", "2000", 1);
 	for (i = 0; i < sizeof(mm_cases) / sizeof(mm_cases[0]); i++) {
