@@ -167,7 +167,8 @@ int ibmc__comm_create_mode(struct ibmc_context *ctx, const int *ranks, int n,
 			   struct ibmc_comm **out)
 {
 	struct ibmc_comm *c;
-	int i, j, rc;
+	unsigned char *seen = NULL;
+	int i, rc;
 
 	if (!ctx || !out)
 		return -EINVAL;
@@ -193,18 +194,26 @@ int ibmc__comm_create_mode(struct ibmc_context *ctx, const int *ranks, int n,
 	c->ghandle = -1;
 	c->own_slot = -1;
 	c->claimed_group = -1;
+	/* (a bit per rank of the context: a repeated member is found in
+	 * linear time, also for communicators of many thousand ranks) */
+	seen = calloc((size_t)ctx->size / 8 + 1, 1);
+	if (!seen) {
+		free(c->members);
+		free(c);
+		return -ENOMEM;
+	}
 	for (i = 0; i < n; i++) {
 		int r = ranks ? ranks[i] : i;
 
-		if (r < 0 || r >= ctx->size)
+		if (r < 0 || r >= ctx->size || (seen[r >> 3] & (1u << (r & 7))))
 			goto err_inval;
-		for (j = 0; j < i; j++)
-			if (c->members[j] == r)
-				goto err_inval;
+		seen[r >> 3] |= (unsigned char)(1u << (r & 7));
 		c->members[i] = r;
 		if (r == ctx->rank)
 			c->rank = i;
 	}
+	free(seen);
+	seen = NULL;
 	if (c->rank < 0)
 		goto err_inval;	/* only members call it */
 	for (i = 0; i < IBMC__C_COUNT; i++) {
@@ -247,6 +256,7 @@ int ibmc__comm_create_mode(struct ibmc_context *ctx, const int *ranks, int n,
 	return 0;
 
 err_inval:
+	free(seen);
 	free(c->members);
 	free(c);
 	return -EINVAL;

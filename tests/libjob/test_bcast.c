@@ -182,6 +182,40 @@ static int run_multi(ibmc_context_t *ctx, int rank, void *arg)
 	return 0;
 }
 
+/* Member lists ibmc_comm_create must refuse (-EINVAL, nothing created)
+ * and one it must take: a permutation, the caller anywhere in it. */
+static int run_lists(ibmc_context_t *ctx, int rank, void *arg)
+{
+	int n = ibmc_context_size(ctx), bad = 0, i, rc;
+	int dup[] = { rank, (rank + 1) % n, rank };
+	int range[] = { rank, n };
+	int neg[] = { -1, rank };
+	int other[] = { (rank + 1) % n };
+	int *perm = malloc(sizeof(int) * (size_t)n);
+	ibmc_comm_t *c = NULL;
+
+	(void)arg;
+	if (!perm)
+		return -ENOMEM;
+	bad += ibmc_comm_create(ctx, dup, 3, &c) != -EINVAL || c;
+	bad += ibmc_comm_create(ctx, range, 2, &c) != -EINVAL || c;
+	bad += ibmc_comm_create(ctx, neg, 2, &c) != -EINVAL || c;
+	bad += ibmc_comm_create(ctx, other, 1, &c) != -EINVAL || c;
+	for (i = 0; i < n; i++)
+		perm[i] = (i * 5 + 3) % n;	/* (n not a multiple of 5) */
+	rc = ibmc_comm_create(ctx, perm, n, &c);
+	if (!rc) {
+		bad += ibmc_comm_size(c) != n ||
+		       perm[ibmc_comm_rank(c)] != rank;
+		bad += one_bcast(c, 0, 3000, 77, "permuted") != 0;
+		bad += ibmc_comm_free(c) != 0;
+	} else {
+		bad++;
+	}
+	free(perm);
+	return bad ? -EINVAL : 0;
+}
+
 int main(void)
 {
 	static const int ranks[] = { 2, 3, 5, 8, 13 };
@@ -210,6 +244,10 @@ int main(void)
 	tap_ok(!bad && !m.bad && m.ok == 6 * 24,
 	       "3 communicators at once from 2 threads per rank: %d ok, %d bad",
 	       (int)m.ok, (int)m.bad + bad);
+
+	lbjob_env(4, GROUP_MTU);
+	bad = lbjob_run(7, run_lists, NULL);
+	tap_ok(!bad, "member lists with a rank twice, out of range or without the caller are refused; a permutation broadcasts");
 
 	tap_plan(tap__n);
 	return tap_done();
