@@ -46,7 +46,10 @@ left: own groups still registered at the SA and their MFT entries.
   --modes LIST   modes (default sm steady pool lazy basic p2p)
   --compute-ms   computation before the first broadcast (default 0)
   --topology T   single, fattree or both (default both)
-  --reps N       runs per point (default 3)
+  --reps N       runs per point (default 3; single runs of sm at k = 1
+                 vary tenfold with the host's scheduling: the README's
+                 sm-against-basic figures take 31, and sm against steady
+                 at k = 10 in modeled time 25)
   --opensm-opt KEY=VALUE
                  an opensm.conf setting for the fabric (ibmcast-sim up's
                  option, repeatable); seed 000 tuned transaction_timeout=10
