@@ -19,6 +19,13 @@
 #include "sim-fabric/dataplane.h"
 
 #define MAD_TRIES 3
+/* The SA answers an MCMemberRecord Set or Delete only once it holds
+ * OpenSM's lock, which a sweep keeps while it computes and writes the
+ * multicast tables: on a loaded host (the plugin under a sanitizer, other
+ * fabrics beside) longer than three SMP timeouts. A leave that times out
+ * leaves the port a member, so SA requests wait at least this long per
+ * try, as libjob's own SA client on hardware does (sa_join_umad.c). */
+#define SA_TIMEOUT_MS 1000
 /* umad2sim copies whole simulator packets into receive buffers.
  * The MAD lands at struct ib_user_mad's data, 64 bytes in, where this
  * libibumad's umad_size() says 56: the buffer is sized by the struct, or a
@@ -112,13 +119,15 @@ static int send_one(struct dp_mad *m, struct dp_mad_req *r)
 	ib_rpc_t rpc = { 0 };
 	ib_portid_t dst = { 0 };
 	int sa = r->mgmt_class == IB_SA_CLASS;
+	int timeout = sa && m->timeout_ms < SA_TIMEOUT_MS ? SA_TIMEOUT_MS :
+							      m->timeout_ms;
 
 	memset(m->umad, 0, sizeof(struct ib_user_mad) + UMAD_ROOM);
 	rpc.mgtclass = r->mgmt_class;
 	rpc.method = r->method;
 	rpc.attr.id = r->attr_id;
 	rpc.attr.mod = r->attr_mod;
-	rpc.timeout = (unsigned)m->timeout_ms;
+	rpc.timeout = (unsigned)timeout;
 	if (sa) {
 		rpc.datasz = IB_SA_DATA_SIZE;
 		rpc.dataoffs = IB_SA_DATA_OFFS;
@@ -138,11 +147,11 @@ static int send_one(struct dp_mad *m, struct dp_mad_req *r)
 	if (mad_build_pkt(m->umad, &rpc, &dst, NULL, r->data) < 0)
 		return -EINVAL;
 	if (umad_send(m->fd, sa ? m->sa_agent : m->smi_agent, m->umad,
-		      IB_MAD_SIZE, m->timeout_ms, 0) < 0)
+		      IB_MAD_SIZE, timeout, 0) < 0)
 		return -EIO;
 	m->sent++;
 	r->tries++;
-	r->deadline = ibmc__now_ns() + (uint64_t)m->timeout_ms * 1000000ull;
+	r->deadline = ibmc__now_ns() + (uint64_t)timeout * 1000000ull;
 	return 0;
 }
 
