@@ -205,7 +205,8 @@ int ibmc__comm_create_mode(struct ibmc_context *ctx, const int *ranks, int n,
 	for (i = 0; i < n; i++) {
 		int r = ranks ? ranks[i] : i;
 
-		if (r < 0 || r >= ctx->size || (seen[r >> 3] & (1u << (r & 7))))
+		if (r < 0 || r >= ctx->size ||
+		    (seen[r >> 3] & (1u << (r & 7))))
 			goto err_inval;
 		seen[r >> 3] |= (unsigned char)(1u << (r & 7));
 		c->members[i] = r;

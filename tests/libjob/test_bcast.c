@@ -202,7 +202,7 @@ static int run_lists(ibmc_context_t *ctx, int rank, void *arg)
 	bad += ibmc_comm_create(ctx, neg, 2, &c) != -EINVAL || c;
 	bad += ibmc_comm_create(ctx, other, 1, &c) != -EINVAL || c;
 	for (i = 0; i < n; i++)
-		perm[i] = (i * 5 + 3) % n;	/* (n not a multiple of 5) */
+		perm[i] = (i * 5 + 3) % n;	/* (5 is prime to n) */
 	rc = ibmc_comm_create(ctx, perm, n, &c);
 	if (!rc) {
 		bad += ibmc_comm_size(c) != n ||
@@ -247,7 +247,8 @@ int main(void)
 
 	lbjob_env(4, GROUP_MTU);
 	bad = lbjob_run(7, run_lists, NULL);
-	tap_ok(!bad, "member lists with a rank twice, out of range or without the caller are refused; a permutation broadcasts");
+	tap_ok(!bad, "member lists with a rank twice, out of range or without "
+	       "the caller are refused; a permutation broadcasts");
 
 	tap_plan(tap__n);
 	return tap_done();
