@@ -57,6 +57,8 @@ R3=$(rank_pid 3) || bail_out "no rank 3 among ibmcast-run's children"
 at_exit "kill -CONT $R3 2> /dev/null"
 touch "$d/built.go"
 wait_until 30 stopped "$R3"
+# Only now may the others go on to A (and the keeper to invite rank 3).
+touch "$d/stopped.go"
 
 # --- every attempt fails on the silent rank, then the keeper gives up -----
 # The first attempt's group: held at the SA by the 3 live nodes, not node4.

@@ -79,12 +79,23 @@ void check_sync_all(void)
 
 #define HOLD_MAX_S 300
 
-void check_hold(const char *dir, const char *here, const char *go)
+void check_wait_file(const char *dir, const char *name)
 {
 	char path[4096];
 	struct stat st;
-	FILE *f;
 	int i;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, name);
+	for (i = 0; stat(path, &st) && i < HOLD_MAX_S * 10; i++)
+		usleep(100000);
+	if (i == HOLD_MAX_S * 10)
+		die("%s never appeared", path);
+}
+
+void check_hold(const char *dir, const char *here, const char *go)
+{
+	char path[4096];
+	FILE *f;
 
 	check_sync_all();
 	if (bs.rank == 0) {
@@ -93,11 +104,7 @@ void check_hold(const char *dir, const char *here, const char *go)
 		if (!f)
 			die("cannot create %s", path);
 		fclose(f);
-		snprintf(path, sizeof(path), "%s/%s", dir, go);
-		for (i = 0; stat(path, &st) && i < HOLD_MAX_S * 10; i++)
-			usleep(100000);
-		if (i == HOLD_MAX_S * 10)
-			die("%s never appeared", path);
+		check_wait_file(dir, go);
 	}
 	check_sync_all();
 }

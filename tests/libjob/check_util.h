@@ -36,6 +36,9 @@ double now(void);
 /* A barrier of every rank over the bootstrap; dies if it fails. */
 void check_sync_all(void);
 
+/* Waits (at most 300 s, else dies) until DIR/NAME exists; not collective. */
+void check_wait_file(const char *dir, const char *name);
+
 /* Every rank stops until the test drives it on: rank 0 creates DIR/HERE,
  * then waits (at most 300 s, else dies) until DIR/GO exists. For test
  * scripts that look at the fabric at a given point of a run. Collective. */

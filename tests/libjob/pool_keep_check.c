@@ -11,9 +11,10 @@
  * "built" (the pool exists), "taken" (A broadcast and is still alive),
  * "created" (B and C exist, before their broadcasts), "freed" (all three
  * freed, before finalize). With --stop-rank R, rank R stops itself
- * (SIGSTOP, progress thread and all) as the ranks leave "built": the
- * keeper's replacement then finds it silent until the caller sends it
- * SIGCONT. Rank 0 prints one line per communicator:
+ * (SIGSTOP, progress thread and all) as the ranks leave "built", and
+ * the others wait for DIR/stopped.go, which the caller creates once it
+ * sees rank R stopped: the keeper's replacement then finds it silent
+ * until the caller sends it SIGCONT. Rank 0 prints one line per communicator:
  * "comm X members=M bad=B mcast=K ready=R why0=..." where K counts the
  * members whose every broadcast went by multicast and R those whose
  * communicator was ready for multicast at the end. Exit 1 on any wrong
@@ -173,6 +174,11 @@ int main(int argc, char **argv)
 			prog, bs.rank);
 		raise(SIGSTOP);
 		fprintf(stderr, "%s: rank %d: continued\n", prog, bs.rank);
+	} else if (stop >= 0) {
+		/* Nothing of A (its take, the keeper's invitations) may
+		 * reach rank R before it is stopped: the caller saw it
+		 * stopped when it creates DIR/stopped.go. */
+		check_wait_file(dir, "stopped.go");
 	}
 	a = create(ctx, 0, first, &ra);
 	bcasts(a, count, &ra);
