@@ -29,6 +29,7 @@
 
 #include "common/clock.h"
 #include "libjob/bcast_op.h"
+#include "libjob/live.h"
 #include "libjob/model.h"
 #include "libjob/rtt.h"
 #include "libjob/send.h"
@@ -977,7 +978,8 @@ static int64_t child_deadline(const struct ibmc__op *op,
 	 * acks, its own subtree still lagging) the next round came 16 s
 	 * later, 31 s after the first, when everyone had given up; a window
 	 * waiting for that child's ack stalled the whole broadcast. */
-	return ref + ibmc__rto_clamp(rto << c->backoff);
+	return ref + ibmc__retry_wait(ibmc__rto_clamp(rto << c->backoff),
+				      ref - op->last_progress * 1000);
 }
 
 static uint32_t op_limit(const struct ibmc__op *op)
@@ -1014,6 +1016,14 @@ static void run_timers_now(struct ibmc__op *op, int64_t now)
 
 		if (now < child_deadline(op, c, limit))
 			continue;
+		if (ibmc__live_absent(op->comm, c->rank, op->seq)) {
+			/* Alive, not in this broadcast yet: what it lacks
+			 * reaches it when it enters (live.h). */
+			c->kick = now;
+			if (c->backoff < MAX_BACKOFF)
+				c->backoff++;
+			continue;
+		}
 		op->comm->st.timeouts++;
 		back_off(op, c->height);
 		if (c->backoff < MAX_BACKOFF)
@@ -1299,6 +1309,22 @@ void ibmc__op_progress(struct ibmc__op *op, int64_t now)
 	}
 	if (timeout && ibmc__now_ms() - op->last_progress > timeout)
 		finish(op, -ETIMEDOUT);
+}
+
+int ibmc__op_waits_for(const struct ibmc__op *op, int *ranks, int max)
+{
+	int i, n = 0;
+
+	if (op->done || max < 1)
+		return 0;
+	if (!op->known)
+		return op->me == op->root ? 0 : (ranks[n++] = op->root, n);
+	if (op->me != op->root && op->have < op->nfrags)
+		ranks[n++] = op->root;
+	for (i = 0; i < op->tree.nchildren && n < max; i++)
+		if (op->kids[i].cum < op->nfrags)
+			ranks[n++] = op->kids[i].rank;
+	return n;
 }
 
 int64_t ibmc__op_next_deadline(const struct ibmc__op *op)

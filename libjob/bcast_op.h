@@ -170,6 +170,10 @@ void ibmc__op_input(struct ibmc__op *op, const struct ibmc__hdr *h,
 		    const unsigned char *payload, size_t plen, int is_mcast);
 /* Timers, pending acks and completion checks; sets op->done. now: us. */
 void ibmc__op_progress(struct ibmc__op *op, int64_t now);
+/* The communicator ranks this member waits for (live.h): without the
+ * shape, the root; lacking data, the root (a silent parent is gone
+ * around: ask_root); children whose subtrees still owe acks. */
+int ibmc__op_waits_for(const struct ibmc__op *op, int *ranks, int max);
 /* This op's next timer, us on ibmc__op_now()'s clock. */
 int64_t ibmc__op_next_deadline(const struct ibmc__op *op);
 /* Monotonic microseconds. */

@@ -119,6 +119,10 @@ struct ibmc_comm {
 	 * next call on the communicator reports it (as MPI reports errors
 	 * of completed calls: later). */
 	int deferred_rc;
+	/* A member known dead (live.h): every collective fails with it.
+	 * dead_member is valid for the context's live_gen-th death. */
+	unsigned live_gen;
+	int dead_member;
 
 	/* The communicator's nodes (topo.c) and this rank's view of its
 	 * node's shared-memory segment (shm.c), both built at first use. */

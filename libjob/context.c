@@ -20,6 +20,7 @@
 #include "libjob/comm.h"
 #include "libjob/context.h"
 #include "libjob/dispatch.h"
+#include "libjob/live.h"
 #include "libjob/mode.h"
 #include "libjob/pool_keep.h"
 #include "libjob/prune.h"
@@ -216,6 +217,8 @@ int ibmc_init(const ibmc_bootstrap_t *bs, ibmc_context_t **out)
 	}
 	pthread_mutex_init(&ctx->lock, NULL);
 	rc = exchange(ctx, bs);
+	if (!rc)
+		rc = ibmc__live_init(ctx);
 	if (rc)
 		goto err_lock;
 	ibmc__pool_attach(ctx);
@@ -244,6 +247,7 @@ int ibmc_init(const ibmc_bootstrap_t *bs, ibmc_context_t **out)
 
 err_lock:
 	pthread_mutex_destroy(&ctx->lock);
+	ibmc__live_fini(ctx);
 	free(ctx->peer);
 	free(ctx->node);
 	free(ctx->node_name);
@@ -283,6 +287,7 @@ int ibmc_finalize(ibmc_context_t *ctx)
 	ctx->ops->close(ctx->tr);
 	pthread_mutex_destroy(&ctx->lock);
 	free(ctx->ids);
+	ibmc__live_fini(ctx);
 	free(ctx->peer);
 	free(ctx->node);
 	free(ctx->node_name);

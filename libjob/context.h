@@ -20,6 +20,7 @@ struct ibmc__early;
 struct ibmc__reshape_req;
 struct ibmc__pk;
 struct ibmc__prk;
+struct ibmc__live;
 
 /* Node names longer than this are not sent round (prune needs them; a
  * hostlist name is at most 63 bytes). */
@@ -36,6 +37,7 @@ struct ibmc_context {
 	char (*node_name)[IBMC__NODE_NAME_MAX];	/* ... and the name */
 	int nnodes;			/* distinct nodes, 0: not counted yet */
 	uint32_t job_key;		/* hash of every rank's address */
+	struct ibmc__live *live;	/* who is alive (live.h) */
 
 	/* Pool: a group is taken by the lowest-numbered free slot. */
 	int mcast_err;

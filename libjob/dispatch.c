@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "libjob/dispatch.h"
+#include "libjob/live.h"
 #include "libjob/mcast_switch.h"
 #include "libjob/model.h"
 #include "libjob/pool_keep.h"
@@ -150,8 +151,15 @@ static void deliver(struct ibmc_context *ctx, const void *data, size_t len,
 		ctx->dropped++;
 		return;
 	}
+	if (h.coll == IBMC__C_LIVE) {
+		ibmc__live_input(ctx, &h);
+		return;
+	}
 	comm = find_comm(ctx, h.comm_id);
 	if (comm) {
+		/* Any datagram of a member says it is alive (live.h). */
+		if (h.src < (uint32_t)comm->size)
+			ibmc__live_heard(ctx, comm->members[h.src]);
 		comm_input(comm, data, len, is_mcast);
 		return;
 	}

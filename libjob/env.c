@@ -203,7 +203,7 @@ int ibmc__env_read(struct ibmc__env *e)
 	}
 	rc = knob("IBMCAST_BCAST_RTO_MS", 1, 10000, 4, &v) ?: rc;
 	e->rto_ms = (int)v;
-	rc = knob("IBMCAST_BCAST_TIMEOUT_MS", 0, INT_MAX, 60000, &v) ?: rc;
+	rc = knob("IBMCAST_BCAST_TIMEOUT_MS", 0, INT_MAX, 0, &v) ?: rc;
 	e->timeout_ms = (int)v;
 	rc = knob("IBMCAST_BCAST_WINDOW", 1, 4096, 64, &v) ?: rc;
 	e->window = (int)v;
@@ -215,6 +215,12 @@ int ibmc__env_read(struct ibmc__env *e)
 	e->bcast_sync = (int)v;
 	rc = knob("IBMCAST_PROGRESS_THREAD", 0, 1, 1, &v) ?: rc;
 	e->progress_thread = (int)v;
+	/* Without a progress thread a rank computing outside the library
+	 * answers no liveness probe: silence then says nothing, so only an
+	 * explicit bound declares a member dead (live.h). */
+	rc = knob("IBMCAST_DEAD_MS", 0, 3600000,
+		  e->progress_thread ? 10000 : 0, &v) ?: rc;
+	e->dead_ms = (int)v;
 	rc = knob("IBMCAST_MCAST_TEST_PERIOD_MS", 1, 10000, 10, &v) ?: rc;
 	e->mtest_period_ms = (int)v;
 	rc = knob("IBMCAST_MCAST_TEST_TRIES", 1, 100000, 128, &v) ?: rc;

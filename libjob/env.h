@@ -58,7 +58,12 @@ struct ibmc__env {
 	int algo_param[IBMC__C_COUNT];
 	/* Tuning (ibmcast(7)). */
 	int rto_ms;			/* IBMCAST_BCAST_RTO_MS */
-	int timeout_ms;			/* IBMCAST_BCAST_TIMEOUT_MS, 0: never */
+	int timeout_ms;			/* IBMCAST_BCAST_TIMEOUT_MS: a
+					 * deadline without progress, 0 (the
+					 * default): none */
+	int dead_ms;			/* IBMCAST_DEAD_MS: a member that
+					 * answers no liveness probe this long
+					 * is dead (live.h), 0: never */
 	int window;			/* IBMCAST_BCAST_WINDOW, fragments */
 	int lambda;			/* IBMCAST_POSTAL_LAMBDA */
 	long mcast_min;			/* IBMCAST_MCAST_MIN_BYTES */

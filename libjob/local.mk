@@ -19,6 +19,7 @@ libjob_libibmcast_core_la_SOURCES = \
 	libjob/model.c libjob/model.h \
 	libjob/rtt.c libjob/rtt.h \
 	libjob/task.c libjob/task.h \
+	libjob/live.c libjob/live.h \
 	libjob/stages.c libjob/stages.h \
 	libjob/request.c \
 	libjob/progress.c \

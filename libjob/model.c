@@ -109,7 +109,7 @@ int ibmc__model_send_begin(struct ibmc_context *ctx,
 {
 	int quiet = ctx->model_quiet || (h->flags & IBMC__F_RETX) ||
 		    h->kind == IBMC__K_REQ || h->kind == IBMC__K_PULL ||
-		    h->kind == IBMC__K_PROBE;
+		    h->kind == IBMC__K_PROBE || h->kind == IBMC__K_LIVE;
 
 	if (!quiet || !ctx->ops->model_quiet)
 		return 0;

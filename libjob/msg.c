@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "libjob/comm.h"
+#include "libjob/live.h"
 #include "libjob/msg.h"
 #include "libjob/model.h"
 #include "libjob/rtt.h"
@@ -51,14 +52,15 @@ void ibmc__msgs_fini(struct ibmc__msgs *m)
 }
 
 /* How long the n-th pull of a slot waits: the measured pull round trip
- * (else IBMCAST_BCAST_RTO_MS), doubling, at most PULL_MAX_US. */
-static int64_t pull_wait(const struct ibmc_comm *c, int n)
+ * (else IBMCAST_BCAST_RTO_MS), doubling, at most PULL_MAX_US; longer
+ * once the slot has been waited for long (ibmc__retry_wait). */
+static int64_t pull_wait(const struct ibmc_comm *c, int n, int64_t waited)
 {
 	int64_t w = ibmc__rtt_rto(&c->msg_rtt,
 				  (int64_t)c->ctx->env.rto_ms * 1000)
 		    << (n < 3 ? n : 3);
 
-	return w < PULL_MAX_US ? w : PULL_MAX_US;
+	return ibmc__retry_wait(w < PULL_MAX_US ? w : PULL_MAX_US, waited);
 }
 
 void ibmc__msgs_expect(struct ibmc__msgs *m, int slot, int peer)
@@ -78,7 +80,7 @@ void ibmc__msgs_wait(struct ibmc__msgs *m, int slot, int64_t now)
 	if (in->got || in->wait_since)
 		return;
 	in->wait_since = now;
-	in->next_pull = now + pull_wait(c, 0);
+	in->next_pull = now + pull_wait(c, 0, 0);
 }
 
 int ibmc__msgs_got(const struct ibmc__msgs *m, int slot)
@@ -214,6 +216,16 @@ int ibmc__msgs_input(struct ibmc__msgs *m, const struct ibmc__hdr *h,
 	return 1;
 }
 
+int ibmc__msgs_waits_for(const struct ibmc__msgs *m, int *ranks, int max)
+{
+	int i, n = 0;
+
+	for (i = 0; i < m->nslots && n < max; i++)
+		if (!m->in[i].got && m->in[i].wait_since && m->in[i].peer >= 0)
+			ranks[n++] = m->in[i].peer;
+	return n;
+}
+
 int64_t ibmc__msgs_progress(struct ibmc__msgs *m, int64_t now)
 {
 	struct ibmc_comm *c = m->task->comm;
@@ -226,7 +238,14 @@ int64_t ibmc__msgs_progress(struct ibmc__msgs *m, int64_t now)
 
 		if (in->got || !in->wait_since || in->peer < 0)
 			continue;
-		if (now >= in->next_pull) {
+		/* A sender alive but not in this collective yet has
+		 * nothing to send again: it sends the slot when it enters
+		 * (live.h). Look again a pull period later. */
+		if (now >= in->next_pull &&
+		    ibmc__live_absent(c, in->peer, m->task->seq)) {
+			in->next_pull = now + ibmc__retry_wait(PULL_MAX_US,
+							now - in->wait_since);
+		} else if (now >= in->next_pull) {
 			fill_hdr(m, &h, IBMC__K_PULL, i);
 			ibmc__send_pkt(c, in->peer, &h, NULL, 0);
 			c->st.pulls++;
@@ -234,7 +253,8 @@ int64_t ibmc__msgs_progress(struct ibmc__msgs *m, int64_t now)
 				in->first_pull = now;
 			if (in->npull < 16)
 				in->npull++;
-			in->next_pull = now + pull_wait(c, in->npull);
+			in->next_pull = now + pull_wait(c, in->npull,
+							now - in->wait_since);
 		}
 		if (in->next_pull < next)
 			next = in->next_pull;

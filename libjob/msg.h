@@ -76,6 +76,10 @@ int ibmc__msgs_send(struct ibmc__msgs *m, int slot, int peer, uint32_t word,
 int ibmc__msgs_input(struct ibmc__msgs *m, const struct ibmc__hdr *h,
 		     const unsigned char *payload, size_t plen);
 
+/* The senders of slots waited for and not arrived (live.h), at most
+ * max. */
+int ibmc__msgs_waits_for(const struct ibmc__msgs *m, int *ranks, int max);
+
 /* Pull overdue slots; returns the next pull time (INT64_MAX: none). */
 int64_t ibmc__msgs_progress(struct ibmc__msgs *m, int64_t now);
 

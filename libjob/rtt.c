@@ -43,3 +43,12 @@ int64_t ibmc__rtt_rto(const struct ibmc__rtt *r, int64_t fallback)
 		var = IBMC__RTO_GRAIN_US;
 	return ibmc__rto_clamp(r->srtt + var);
 }
+
+int64_t ibmc__retry_wait(int64_t wait, int64_t waited)
+{
+	int64_t w = waited / 8;
+
+	if (w > IBMC__RTO_MAX_US)
+		w = IBMC__RTO_MAX_US;
+	return w > wait ? w : wait;
+}

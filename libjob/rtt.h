@@ -29,4 +29,14 @@ int64_t ibmc__rtt_rto(const struct ibmc__rtt *r, int64_t fallback);
 /* v clamped to [IBMC__RTO_MIN_US, IBMC__RTO_MAX_US]. */
 int64_t ibmc__rto_clamp(int64_t v);
 
+/*
+ * The wait before repeating a request (a pull, a barrier report, a
+ * resend) that has gone unanswered for waited us: wait (its own timer)
+ * while the wait is short, stretched to an eighth of waited as it grows,
+ * at most IBMC__RTO_MAX_US: a member waiting minutes for a late rank asks
+ * about once a second, not fifty times, and a loss found late costs at
+ * most an eighth more than the wait already was.
+ */
+int64_t ibmc__retry_wait(int64_t wait, int64_t waited);
+
 #endif

@@ -20,22 +20,30 @@ static int fill(const struct ibmc__hdr *h, const void *payload, size_t plen,
 	return plen ? 2 : 1;
 }
 
-int ibmc__send_pkt(struct ibmc_comm *comm, int to, const struct ibmc__hdr *h,
-		   const void *payload, size_t plen)
+int ibmc__send_ctx(struct ibmc_context *ctx, int to,
+		   const struct ibmc__hdr *h, const void *payload,
+		   size_t plen)
 {
-	struct ibmc_context *ctx = comm->ctx;
 	unsigned char hb[IBMC__WIRE_CTL];
 	struct iovec iov[2];
 	int n = fill(h, payload, plen, hb, iov), quiet, rc;
 
+	if (to < 0 || to >= ctx->size)
+		return -EINVAL;
+	quiet = ibmc__model_send_begin(ctx, h);
+	rc = ctx->ops->send(ctx->tr, ctx->peer[to], iov, n);
+	ibmc__model_send_end(ctx, quiet);
+	return rc;
+}
+
+int ibmc__send_pkt(struct ibmc_comm *comm, int to, const struct ibmc__hdr *h,
+		   const void *payload, size_t plen)
+{
 	if (to < 0 || to >= comm->size)
 		return -EINVAL;
 	comm->st.packets_sent++;
 	comm->st.bytes_sent += plen;
-	quiet = ibmc__model_send_begin(ctx, h);
-	rc = ctx->ops->send(ctx->tr, ctx->peer[comm->members[to]], iov, n);
-	ibmc__model_send_end(ctx, quiet);
-	return rc;
+	return ibmc__send_ctx(comm->ctx, comm->members[to], h, payload, plen);
 }
 
 int ibmc__mcast_pkt(struct ibmc_comm *comm, const struct ibmc__hdr *h,

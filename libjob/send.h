@@ -9,6 +9,12 @@
 #include "libjob/comm.h"
 #include "libjob/wire.h"
 
+/* One datagram to context rank to, outside any communicator (liveness,
+ * live.c): modeled as recovery, counted in no communicator's stats. */
+int ibmc__send_ctx(struct ibmc_context *ctx, int to,
+		   const struct ibmc__hdr *h, const void *payload,
+		   size_t plen);
+
 /* Unreliable like the transport: 0 when handed over, -errno else. */
 int ibmc__send_pkt(struct ibmc_comm *comm, int to, const struct ibmc__hdr *h,
 		   const void *payload, size_t plen);

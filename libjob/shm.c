@@ -306,6 +306,20 @@ int ibmc__shm_wait_free(struct ibmc__shm_call *k, int nlocal)
 	return ibmc__shm_wait_all(k, nlocal, 1, k->stamp - 1);
 }
 
+int ibmc__shm_waits_for(struct ibmc_comm *c, int *ranks, int max)
+{
+	const struct ibmc__topo *tp = ibmc__comm_topo(c);
+	int i, n = 0;
+
+	if (!tp)
+		return 0;
+	for (i = tp->first[tp->my_node]; i < tp->first[tp->my_node + 1] &&
+	     n < max; i++)
+		if (tp->ranks[i] != c->rank)
+			ranks[n++] = tp->ranks[i];
+	return n;
+}
+
 int ibmc__shm_stale(const struct ibmc__shm_call *k, int timeout_ms)
 {
 	return timeout_ms && ibmc__now_ms() - k->moved_ms > timeout_ms;

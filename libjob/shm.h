@@ -137,6 +137,10 @@ int ibmc__shm_wait_all(struct ibmc__shm_call *k, int nlocal, int which,
  * or every local rank took out what the previous call left there. */
 int ibmc__shm_wait_free(struct ibmc__shm_call *k, int nlocal);
 
+/* The node's other ranks of c (live.h: a local rank that died leaves
+ * the node's calls waiting), at most max. */
+int ibmc__shm_waits_for(struct ibmc_comm *c, int *ranks, int max);
+
 /* 1 when nothing moved on the node for timeout_ms (0: never). */
 int ibmc__shm_stale(const struct ibmc__shm_call *k, int timeout_ms);
 

@@ -14,7 +14,9 @@ const char *ibmc_strerror(int err)
 	case 0:
 		return "success";
 	case -ETIMEDOUT:
-		return "a member did not answer within IBMCAST_BCAST_TIMEOUT_MS";
+		return "nothing moved within IBMCAST_BCAST_TIMEOUT_MS";
+	case -ESRCH:
+		return "a member of the communicator is dead (it answered no liveness probe within IBMCAST_DEAD_MS)";
 	case -EMSGSIZE:
 		return "members disagree on the broadcast length";
 	case -EBUSY:

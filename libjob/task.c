@@ -17,6 +17,7 @@
 #include "libjob/comm.h"
 #include "libjob/dispatch.h"
 #include "libjob/grow.h"
+#include "libjob/live.h"
 #include "libjob/mcast_switch.h"
 #include "libjob/model.h"
 #include "libjob/pool_keep.h"
@@ -214,6 +215,28 @@ void ibmc__progress_until(struct ibmc_context *ctx, int (*done)(void *),
 	call_leave(ctx);
 }
 
+/*
+ * A member of c is dead (live.h): every collective in flight on c fails
+ * with -ESRCH, on every survivor alike (ULFM's rule: an operation that
+ * involves a failed process raises an error rather than wait), and so
+ * does every later one (ibmc__task_start).
+ */
+static void fail_dead(struct ibmc_comm *c)
+{
+	struct ibmc__task *t;
+	int dead = c->dead_member;
+
+	for (t = c->tasks; t; t = t->next) {
+		if (t->error || t->done || t->background)
+			continue;
+		ibmc_log(IBMC_LOG_ERROR,
+			 "libibmcast: rank %d: communicator %08x: %s #%u fails: its rank %d (node %s) is dead",
+			 c->rank, c->id, ibmc__coll_name(t->coll), t->seq, dead,
+			 c->ctx->node_name[c->members[dead]]);
+		t->error = -ESRCH;
+	}
+}
+
 int ibmc__task_admit(struct ibmc_comm *comm)
 {
 	int rc;
@@ -228,6 +251,9 @@ int ibmc__task_admit(struct ibmc_comm *comm)
 	}
 	rc = comm->deferred_rc;
 	comm->deferred_rc = 0;
+	/* A dead member: nothing on this communicator can complete. */
+	if (!rc && ibmc__live_dead_member(comm) >= 0)
+		rc = -ESRCH;
 	return rc;
 }
 
@@ -311,13 +337,23 @@ int64_t ibmc__progress_all(struct ibmc_context *ctx, int64_t now)
 	ibmc__model_progressed(ctx);
 	for (c = ctx->comms; c; c = cnext) {
 		cnext = c->next;
+		if (c->tasks && ibmc__live_dead_member(c) >= 0)
+			fail_dead(c);
 		for (t = c->tasks; t; t = next) {
 			next = t->next;
 			rc = t->error ? t->error : t->ops->progress(t, now);
+			if (rc == IBMC_INPROGRESS && !t->background)
+				td = ibmc__live_check(t, now);
+			else
+				td = INT64_MAX;
+			if (rc == IBMC_INPROGRESS && t->error)
+				rc = t->error;	/* a member it waits for died */
 			if (rc != IBMC_INPROGRESS) {
 				complete(t, rc, now);
 				continue;
 			}
+			if (td < d)
+				d = td;
 			td = t->ops->deadline(t);
 			if (td < d)
 				d = td;

@@ -40,6 +40,11 @@ struct ibmc__task_ops {
 	void (*late)(struct ibmc__task *t, const struct ibmc__hdr *h,
 		     const unsigned char *payload, size_t plen, int is_mcast);
 	void (*fini)(struct ibmc__task *t);
+	/* Optional: the communicator ranks this member waits for now (at
+	 * most max into ranks), so that one silent for long is asked
+	 * whether it is alive (live.h). NULL: the task waits for no one
+	 * it could not also do without. */
+	int (*waits_for)(const struct ibmc__task *t, int *ranks, int max);
 };
 
 /* The call's arguments. */
@@ -69,6 +74,8 @@ struct ibmc__task {
 					 * counts nothing as a call of its
 					 * own collective */
 	int64_t linger_until;		/* us */
+	int64_t live_next;		/* us: next look at whom it waits for
+					 * (live.h), 0: not started */
 	struct ibmc__args args;
 	void *priv;			/* the algorithm's state */
 };

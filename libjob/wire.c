@@ -29,6 +29,7 @@ static uint64_t get64(const uint8_t *p) { uint64_t v; memcpy(&v, p, 8); return b
  *   MTINV, SWSEQ, SWAT: 24 b;
  *   SWOFFER: then the payload;
  *   POOL: 24 b, then the payload;
+ *   LIVE: 24 b, 28 mask;
  *   PROBE, FIN, PULL, MTJOINED, MTPING, MTACK, MTDONE: nothing.
  */
 size_t ibmc__wire_encode(const struct ibmc__hdr *h, uint8_t *out)
@@ -73,6 +74,7 @@ size_t ibmc__wire_encode(const struct ibmc__hdr *h, uint8_t *out)
 		put32(out + 28, h->len);
 		return IBMC__WIRE_XDATA;
 	case IBMC__K_XACK:
+	case IBMC__K_LIVE:
 		put32(out + 24, h->b);
 		put64(out + 28, h->mask);
 		return 36;
@@ -101,7 +103,7 @@ int ibmc__wire_decode(const void *buf, size_t len, struct ibmc__hdr *h)
 	h->flags = p[2];
 	h->coll = p[3] >> 4;
 	h->algo = p[3] & 0xf;
-	if (h->coll > IBMC__C_PRUNE)
+	if (h->coll > IBMC__C_LIVE)
 		return -EBADMSG;
 	h->comm_id = get32(p + 4);
 	h->version = get32(p + 8);
@@ -153,6 +155,12 @@ int ibmc__wire_decode(const void *buf, size_t len, struct ibmc__hdr *h)
 		return 0;
 	case IBMC__K_XACK:
 		if (len < 36)
+			return -EBADMSG;
+		h->b = get32(p + 24);
+		h->mask = get64(p + 28);
+		return 0;
+	case IBMC__K_LIVE:
+		if (len < 36 || h->coll != IBMC__C_LIVE)
 			return -EBADMSG;
 		h->b = get32(p + 24);
 		h->mask = get64(p + 28);

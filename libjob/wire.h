@@ -46,7 +46,10 @@ enum ibmc__coll {
 	IBMC__C_POOL,
 	/* Nor this: mode sm's prune keeper and the communicators claiming
 	 * pool groups (prune_keep.c), on another hidden communicator. */
-	IBMC__C_PRUNE
+	IBMC__C_PRUNE,
+	/* Nor this: liveness probes and answers between contexts (live.c):
+	 * a waiting member asks the one it waits for whether it is alive. */
+	IBMC__C_LIVE
 };
 
 enum ibmc__kind {
@@ -88,6 +91,16 @@ enum ibmc__kind {
 	/* A point-to-point collective's members disagree (xfer.h): flags
 	 * ESIZE or EINVAL; every member that hears it fails at once. */
 	IBMC__K_XSTOP = 19,
+	/* Liveness (live.c, coll IBMC__C_LIVE): a = IBMC__LIVE_ASK, _ALIVE
+	 * or _DEAD; b = the sender's context rank (DEAD: the dead one's);
+	 * mask = ALIVE: the answerer's next sequence number on comm_id. */
+	IBMC__K_LIVE = 20,
+};
+
+enum ibmc__live_op {
+	IBMC__LIVE_ASK = 1,	/* "are you alive?" about collective seq */
+	IBMC__LIVE_ALIVE = 2,	/* "yes": entered the collectives below mask */
+	IBMC__LIVE_DEAD = 3,	/* "context rank b is dead": fail with it */
 };
 
 #define IBMC__MT_WAITING 0xffffffffu
@@ -112,6 +125,9 @@ enum ibmc__algo {
  * the collective and fail with that error (ibmc_allreduce(3)). */
 #define IBMC__F_ESIZE 0x8
 #define IBMC__F_EINVAL 0x10
+/* ALIVE: the answerer has no communicator comm_id (not created yet, or
+ * freed): it entered none of its collectives. */
+#define IBMC__F_NOCOMM 0x20
 
 struct ibmc__hdr {
 	uint8_t kind;

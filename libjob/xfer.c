@@ -9,6 +9,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "libjob/comm.h"
+#include "libjob/live.h"
 #include "libjob/model.h"
 #include "libjob/rtt.h"
 #include "libjob/send.h"
@@ -311,7 +312,7 @@ int ibmc__xfer_post(struct ibmc__xfers *xs, int i, int send, int peer,
 		if (!x->got)
 			return -ENOMEM;
 	}
-	x->t_progress = ibmc__task_now();
+	x->t_progress = x->t_moved = ibmc__task_now();
 	x->posted = 1;
 	/* At once: the send follows in modeled time what made the
 	 * algorithm post it, not whatever else one progress pass takes. */
@@ -488,7 +489,7 @@ static void on_ack(struct ibmc__xfers *xs, const struct ibmc__hdr *h)
 	if (!x || x->done || h->a > x->nfrags)
 		return;
 	if (h->a > x->acked || (h->a == x->acked && (h->mask & ~x->amask))) {
-		x->t_progress = now;
+		x->t_progress = x->t_moved = now;
 		x->backoff = 0;
 		xs->progress_ms = ibmc__now_ms();
 	}
@@ -540,8 +541,15 @@ int64_t ibmc__xfers_progress(struct ibmc__xfers *xs, int64_t now)
 		if (!x->posted || x->done || !x->send)
 			continue;
 		send_window(xs, x);
-		due = x->t_progress + (rto << x->backoff);
-		if (now >= due) {
+		due = x->t_progress + ibmc__retry_wait(rto << x->backoff,
+						       x->t_progress - x->t_moved);
+		if (now >= due && ibmc__live_absent(c, x->peer, xs->task->seq)) {
+			/* Alive, not in this collective yet: it takes what
+			 * it is sent when it enters (live.h). */
+			x->t_progress = now;
+			due = now + ibmc__retry_wait(rto << x->backoff,
+						     now - x->t_moved);
+		} else if (now >= due) {
 			/* Nothing heard: the first unacknowledged few. */
 			for (f = x->acked; f < x->next && f < x->acked + 4; f++)
 				send_frag(xs, x, f, 1);
@@ -549,13 +557,30 @@ int64_t ibmc__xfers_progress(struct ibmc__xfers *xs, int64_t now)
 			if (x->backoff < MAX_BACKOFF)
 				x->backoff++;
 			x->t_progress = now;
-			due = now + (rto << x->backoff);
+			due = now + ibmc__retry_wait(rto << x->backoff,
+						     now - x->t_moved);
 		}
 		if (due < next)
 			next = due;
 	}
 	xs->next = next;
 	return next;
+}
+
+int ibmc__xfers_waits_for(const struct ibmc__xfers *xs, int *ranks, int max)
+{
+	int i, n = 0;
+
+	for (i = 0; i < xs->n && n < max; i++)
+		if (xs->x[i].posted && !xs->x[i].done && xs->x[i].peer >= 0)
+			ranks[n++] = xs->x[i].peer;
+	return n;
+}
+
+int ibmc__xfers_task_waits_for(const struct ibmc__task *t, int *ranks,
+			       int max)
+{
+	return ibmc__xfers_waits_for(t->priv, ranks, max);
 }
 
 int ibmc__xfers_all_done(struct ibmc__xfers *xs)

@@ -45,7 +45,9 @@ struct ibmc__xfer {
 	uint32_t next;		/* first fragment never sent */
 	uint32_t acked;		/* fragments acknowledged in a row */
 	uint64_t amask;		/* acknowledged after them */
-	int64_t t_progress;	/* us: last new ack (or first send) */
+	int64_t t_progress;	/* us: last new ack (or first send), or
+				 * resend */
+	int64_t t_moved;	/* us: last new ack (or first send) */
 	int64_t t_resend;	/* us: last resend on a gap report */
 	int backoff;
 	uint64_t *t_model;	/* send: modeled time each fragment first
@@ -157,6 +159,12 @@ void ibmc__xfers_task_input(struct ibmc__task *t, const struct ibmc__hdr *h,
 			    const unsigned char *payload, size_t plen,
 			    int is_mcast);
 int64_t ibmc__xfers_task_deadline(const struct ibmc__task *t);
+
+/* The peers of posted transfers not done yet (live.h), at most max. */
+int ibmc__xfers_waits_for(const struct ibmc__xfers *xs, int *ranks, int max);
+/* ... as a task operation, for a task whose priv starts with them. */
+int ibmc__xfers_task_waits_for(const struct ibmc__task *t, int *ranks,
+			       int max);
 
 /* 1 when every posted transfer is done; then consumes the receives not
  * consumed yet, in slot order. */

@@ -55,6 +55,7 @@ struct opts {
 	const char *job;
 	int wait_ms;
 	int timeout_s;		/* 0: none */
+	bool keep_going;	/* a failed rank does not stop the others */
 	const char *server;
 	const char *munge_socket;
 	char **argv;
@@ -127,6 +128,8 @@ static void usage(FILE *f)
 		"  -m, --munge-socket P  MUNGE socket for a TCP server\n"
 		"                        (default $IBMCAST_MUNGE_SOCKET)\n"
 		"  -t, --timeout S       kill every rank after S seconds (exit 124)\n"
+		"  -K, --keep-going      a rank that fails or dies does not stop the\n"
+		"                        others (they see it as a dead member)\n"
 		"  -v, --verbose         say where each rank runs\n"
 		"  -h, --help\n"
 		"\n"
@@ -162,6 +165,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 		{ "munge-socket", required_argument, NULL, 'm' },
 		{ "timeout", required_argument, NULL, 't' },
 		{ "verbose", no_argument, NULL, 'v' },
+		{ "keep-going", no_argument, NULL, 'K' },
 		{ "help", no_argument, NULL, 'h' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -171,7 +175,7 @@ static int parse_args(int argc, char **argv, struct opts *o)
 	o->server = getenv("IBMCAST_SERVER");
 	o->munge_socket = getenv("IBMCAST_MUNGE_SOCKET");
 	/* '+': options end at the program, whose own options are its own. */
-	while ((c = getopt_long(argc, argv, "+n:N:k:d:j:w:s:m:t:vh", lo,
+	while ((c = getopt_long(argc, argv, "+n:N:k:d:j:w:s:m:t:vKh", lo,
 				NULL)) != -1) {
 		switch (c) {
 		case 'n':
@@ -212,6 +216,9 @@ static int parse_args(int argc, char **argv, struct opts *o)
 			break;
 		case 'm':
 			o->munge_socket = optarg;
+			break;
+		case 'K':
+			o->keep_going = true;
 			break;
 		case 't':
 			if (num_arg("--timeout", optarg, 1, 86400,
@@ -772,7 +779,11 @@ static int run(const struct opts *o, struct ibmc_hostlist *hl, int lfd,
 
 	while (live_ranks()) {
 		r = reap();
-		if (r >= 0 && failed < 0 && !killing) {
+		if (r >= 0 && failed < 0 && !killing && o->keep_going) {
+			failed = r;
+			describe(r, ranks[r].status, hl->names[ranks[r].node]);
+			say("--keep-going: the other ranks go on");
+		} else if (r >= 0 && failed < 0 && !killing) {
 			failed = r;
 			describe(r, ranks[r].status, hl->names[ranks[r].node]);
 			say("stopping the other ranks");

@@ -20,6 +20,12 @@ tests_libjob_bcast_check_LDADD = libjob/libibmcast.la -lpthread
 check_PROGRAMS += tests/libjob/early_exit_check
 tests_libjob_early_exit_check_LDADD = libjob/libibmcast.la
 EXTRA_DIST += tests/lib-libjob.sh tests/lib-pool-keep.sh
+# live_check: a late member is waited for, a dead one reported (live.h);
+# run by libjob_liveness.sh.
+check_PROGRAMS += tests/libjob/live_check
+tests_libjob_live_check_SOURCES = tests/libjob/live_check.c \
+	tests/libjob/check_util.c tests/libjob/check_util.h
+tests_libjob_live_check_LDADD = libjob/libibmcast.la
 
 # bcast_skew: the time ranks spend inside ibmc_bcast when they call it at
 # random times after a barrier (seed 001's process skew); a benchmark
@@ -31,6 +37,7 @@ tests_libjob_bcast_skew_LDADD = libjob/libibmcast.la
 if BUILD_OSM_PLUGIN
 TESTS += tests/integration/libjob_bcast.sh
 TESTS += tests/integration/libjob_early_exit.sh
+TESTS += tests/integration/libjob_liveness.sh
 # Modeled time (README, "Modeled time on the simulated fabric").
 TESTS += tests/integration/model_closed_forms.sh \
 	tests/integration/model_host_independent.sh \

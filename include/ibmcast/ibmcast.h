@@ -298,6 +298,9 @@ typedef struct ibmc_comm_stats {
 	 * transfer counts once, a multicast once; fragments, acks and
 	 * repeats are not messages. */
 	uint64_t messages_sent;
+	/* Liveness probes this member sent to members it waited for that
+	 * had fallen silent (ibmcast(7), IBMCAST_DEAD_MS). */
+	uint64_t probes_sent;
 } ibmc_comm_stats_t;
 int ibmc_comm_get_stats(const ibmc_comm_t *comm, ibmc_comm_stats_t *st);
 

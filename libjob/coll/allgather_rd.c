@@ -104,4 +104,5 @@ const struct ibmc__task_ops ibmc__allgather_rd_ops = {
 	.complete = complete,
 	.late = ibmc__xfers_task_input,
 	.fini = fini,
+	.waits_for = ibmc__xfers_task_waits_for,
 };

@@ -396,6 +396,20 @@ static void fini(struct ibmc__task *t)
 	free(a);
 }
 
+/* A leader in its steps: its transfers' peers; and, until the call is
+ * done, the node's other ranks (live.h). */
+static int waits_for(const struct ibmc__task *t, int *ranks, int max)
+{
+	const struct ag *a = t->priv;
+	int n = 0;
+
+	if (a->leader && a->state == S_STEPS)
+		n = ibmc__xfers_waits_for(&a->xs, ranks, max);
+	if (a->state != S_DONE)
+		n += ibmc__shm_waits_for(t->comm, ranks + n, max - n);
+	return n;
+}
+
 const struct ibmc__task_ops ibmc__allgather_shm_ops = {
 	.start = start,
 	.input = ibmc__xfers_task_input,
@@ -404,4 +418,5 @@ const struct ibmc__task_ops ibmc__allgather_shm_ops = {
 	.complete = complete,
 	.late = late,
 	.fini = fini,
+	.waits_for = waits_for,
 };

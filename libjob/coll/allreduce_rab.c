@@ -351,4 +351,5 @@ const struct ibmc__task_ops ibmc__allreduce_rab_ops = {
 	.complete = complete,
 	.late = ibmc__xfers_task_input,
 	.fini = fini,
+	.waits_for = ibmc__xfers_task_waits_for,
 };

@@ -306,6 +306,20 @@ static void fini(struct ibmc__task *t)
 	free(s);
 }
 
+/* The leaders' network reduce's peers while it runs; else the node's
+ * other ranks (live.h). */
+static int waits_for(const struct ibmc__task *t, int *ranks, int max)
+{
+	const struct ars *s = t->priv;
+
+	if (s->state == S_DONE)
+		return 0;
+	if (s->state == S_NET && s->inner_on)
+		return s->inner.ops->waits_for ?
+		       s->inner.ops->waits_for(&s->inner, ranks, max) : 0;
+	return ibmc__shm_waits_for(t->comm, ranks, max);
+}
+
 const struct ibmc__task_ops ibmc__allreduce_shm_ops = {
 	.start = start,
 	.input = input,
@@ -314,4 +328,5 @@ const struct ibmc__task_ops ibmc__allreduce_shm_ops = {
 	.complete = complete,
 	.late = late,
 	.fini = fini,
+	.waits_for = waits_for,
 };

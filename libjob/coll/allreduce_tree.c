@@ -147,4 +147,5 @@ const struct ibmc__task_ops ibmc__allreduce_tree_ops = {
 	.deadline = ibmc__xfers_task_deadline,
 	.late = ibmc__xfers_task_input,
 	.fini = fini,
+	.waits_for = ibmc__xfers_task_waits_for,
 };

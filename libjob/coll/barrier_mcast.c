@@ -146,7 +146,9 @@ static int progress(struct ibmc__task *t, int64_t now)
 		if (m->resends < 16)
 			m->resends++;
 		w = report_rto(t, m) << (m->resends < 3 ? m->resends : 3);
-		m->next_report = now + (w < REPORT_MAX_US ? w : REPORT_MAX_US);
+		m->next_report = now + ibmc__retry_wait(w < REPORT_MAX_US ? w :
+							REPORT_MAX_US,
+							now - m->report_at);
 	}
 	if (timeout && ibmc__now_ms() - m->last_progress > timeout)
 		return -ETIMEDOUT;
@@ -235,6 +237,24 @@ static void late(struct ibmc__task *t, const struct ibmc__hdr *h,
 	}
 }
 
+/* Children that have not arrived; once reported, the parent (the
+ * release comes from rank 0 through it: a dead rank 0 is found by its
+ * children, which tell everyone, live.h). */
+static int waits_for(const struct ibmc__task *t, int *ranks, int max)
+{
+	const struct mrel *m = t->priv;
+	int i, n = 0;
+
+	if (m->released)
+		return 0;
+	for (i = 0; i < m->tree.nchildren && n < max; i++)
+		if (!m->arrived[i])
+			ranks[n++] = m->tree.children[i];
+	if (m->reported && n < max)
+		ranks[n++] = m->tree.parent;
+	return n;
+}
+
 static void fini(struct ibmc__task *t)
 {
 	struct mrel *m = t->priv;
@@ -254,4 +274,5 @@ const struct ibmc__task_ops ibmc__barrier_mcast_ops = {
 	.complete = complete,
 	.late = late,
 	.fini = fini,
+	.waits_for = waits_for,
 };

@@ -171,6 +171,13 @@ static void late(struct ibmc__task *t, const struct ibmc__hdr *h,
 		ibmc__msgs_input(&w->m, h, payload, plen);
 }
 
+static int waits_for(const struct ibmc__task *t, int *ranks, int max)
+{
+	const struct nway *w = t->priv;
+
+	return ibmc__msgs_waits_for(&w->m, ranks, max);
+}
+
 static void fini(struct ibmc__task *t)
 {
 	struct nway *w = t->priv;
@@ -190,4 +197,5 @@ const struct ibmc__task_ops ibmc__barrier_nway_ops = {
 	.complete = complete,
 	.late = late,
 	.fini = fini,
+	.waits_for = waits_for,
 };

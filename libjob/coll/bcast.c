@@ -19,6 +19,7 @@
 #include "libjob/mcast_switch.h"
 #include "libjob/env.h"
 #include "libjob/send.h"
+#include "libjob/shm.h"
 
 static const struct ibmc__algo_desc algos[] = {
 	{ IBMC__A_MCAST, "mcast",
@@ -345,6 +346,20 @@ static void t_fini(struct ibmc__task *t)
 	free(b);
 }
 
+/* Whom the engine waits for, and on the node-leader layout the node's
+ * other ranks while the node's part is not done (live.h). */
+static int t_waits_for(const struct ibmc__task *t, int *ranks, int max)
+{
+	const struct bcast_task *b = t->priv;
+	int n = 0;
+
+	if (b->node && !b->node_done)
+		n = ibmc__shm_waits_for(t->comm, ranks, max);
+	if (engine(b) && !b->op.done)
+		n += ibmc__op_waits_for(&b->op, ranks + n, max - n);
+	return n;
+}
+
 static const struct ibmc__task_ops bcast_ops = {
 	.start = t_start,
 	.input = t_input,
@@ -353,6 +368,7 @@ static const struct ibmc__task_ops bcast_ops = {
 	.complete = t_complete,
 	.late = t_late,
 	.fini = t_fini,
+	.waits_for = t_waits_for,
 };
 
 /* node: the node-leader layout ("shm_mcast"), which every rank picks

@@ -107,7 +107,7 @@ int main(void)
 	ibmc__wire_encode(&h, buf);
 	tap_ok(ibmc__wire_decode(buf, IBMC__WIRE_BASE, &d) < 0,
 	       "a switch kind outside the switch is rejected");
-	buf[3] = (uint8_t)((IBMC__C_PRUNE + 1) << 4);
+	buf[3] = (uint8_t)((IBMC__C_LIVE + 1) << 4);
 	tap_ok(ibmc__wire_decode(buf, IBMC__WIRE_BASE, &d) < 0,
 	       "an unknown collective is rejected");
 
@@ -140,6 +140,31 @@ int main(void)
 	ibmc__wire_encode(&h, buf);
 	tap_ok(ibmc__wire_decode(buf, IBMC__WIRE_POOL, &d) < 0,
 	       "a keeper's message outside the keepers' collectives is rejected");
+
+	/* Liveness (live.c): who asks or answers, and how far it is. */
+	memset(&h, 0, sizeof(h));
+	h.kind = IBMC__K_LIVE;
+	h.coll = IBMC__C_LIVE;
+	h.flags = IBMC__F_NOCOMM;
+	h.comm_id = 0x1bcb0002;
+	h.seq = 77;
+	h.src = 5;
+	h.a = IBMC__LIVE_ALIVE;
+	h.b = 1023;		/* the answerer's context rank */
+	h.mask = 0x123456789ull;	/* its next sequence number */
+	tap_is_int(ibmc__wire_encode(&h, buf), 36,
+		   "liveness message is 36 bytes");
+	tap_ok(!ibmc__wire_decode(buf, 36, &d) && d.kind == IBMC__K_LIVE &&
+	       d.coll == IBMC__C_LIVE && d.a == IBMC__LIVE_ALIVE &&
+	       d.b == 1023 && d.mask == 0x123456789ull && d.seq == 77 &&
+	       d.src == 5 && (d.flags & IBMC__F_NOCOMM),
+	       "liveness answer keeps its op, sender, progress and flags");
+	tap_ok(ibmc__wire_decode(buf, 28, &d) < 0,
+	       "truncated liveness message rejected");
+	h.coll = IBMC__C_BCAST;
+	ibmc__wire_encode(&h, buf);
+	tap_ok(ibmc__wire_decode(buf, 36, &d) < 0,
+	       "a liveness message outside the liveness collective is rejected");
 	tap_plan(tap__n);
 	return tap_done();
 }
