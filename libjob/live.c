@@ -145,10 +145,43 @@ static int mark_dead(struct ibmc_context *ctx, int r)
 	return 1;
 }
 
+/* Errors collective coll ends with on every member alike: one is dead,
+ * members called different collectives, or (allgather, allreduce:
+ * ibmc_allreduce(3)) they disagree on the length, datatype or operation.
+ * Not those of one rank alone: a deadline, memory, a broadcast member's
+ * own length (the others complete). */
+static int shared_failure(int coll, int rc)
+{
+	if (rc == -ESRCH || rc == -EPROTO)
+		return 1;
+	return (coll == IBMC__C_ALLGATHER || coll == IBMC__C_ALLREDUCE) &&
+	       (rc == -EMSGSIZE || rc == -EINVAL);
+}
+
+/* The answerer's collective seq on c failed with err for every member:
+ * this rank's, if still waiting, fails alike. */
+static void failed_there(struct ibmc_comm *c, uint32_t seq, int err)
+{
+	struct ibmc__task *t;
+	int lingering;
+
+	t = ibmc__task_find(c, seq, &lingering);
+	if (!t || lingering || t->done || t->error ||
+	    !shared_failure(t->coll, -err))
+		return;
+	ibmc_log(IBMC_LOG_WARN,
+		 "libibmcast: rank %d: communicator %08x: %s #%u: a member says it failed there (%s); failing it here too",
+		 c->rank, c->id, ibmc__coll_name(t->coll), seq,
+		 strerror(err));
+	t->error = -err;
+}
+
 static void answer(struct ibmc_context *ctx, const struct ibmc__hdr *q)
 {
 	struct ibmc_comm *c = comm_by_id(ctx, q->comm_id);
+	struct ibmc__task *t;
 	struct ibmc__hdr h;
+	int lingering;
 
 	memset(&h, 0, sizeof(h));
 	h.kind = IBMC__K_LIVE;
@@ -161,6 +194,11 @@ static void answer(struct ibmc_context *ctx, const struct ibmc__hdr *q)
 	if (c) {
 		h.src = (uint32_t)c->rank;
 		h.mask = c->next_seq;
+		t = ibmc__task_find(c, q->seq, &lingering);
+		if (t && lingering && shared_failure(t->coll, t->rc)) {
+			h.flags = IBMC__F_FAILED;
+			h.mask |= (uint64_t)(uint32_t)-t->rc << 32;
+		}
 	} else {
 		h.flags = IBMC__F_NOCOMM;
 	}
@@ -170,6 +208,7 @@ static void answer(struct ibmc_context *ctx, const struct ibmc__hdr *q)
 void ibmc__live_input(struct ibmc_context *ctx, const struct ibmc__hdr *h)
 {
 	struct ibmc__live_peer *p;
+	struct ibmc_comm *c;
 	int from = (int)h->b;
 
 	if (!ctx->live || h->b >= (uint32_t)ctx->size)
@@ -190,6 +229,9 @@ void ibmc__live_input(struct ibmc_context *ctx, const struct ibmc__hdr *h)
 		p->ans_comm = h->comm_id;
 		p->ans_next = (uint32_t)h->mask;
 		p->ans_nocomm = !!(h->flags & IBMC__F_NOCOMM);
+		if ((h->flags & IBMC__F_FAILED) &&
+		    (c = comm_by_id(ctx, h->comm_id)))
+			failed_there(c, h->seq, (int)(h->mask >> 32));
 		return;
 	case IBMC__LIVE_DEAD:
 		/* b is the dead rank here; the teller is src of comm_id. */

@@ -57,10 +57,17 @@ tests_mpi_comm_kinds_mpi_LDADD = $(MPI_LIBS)
 tests_mpi_threads_coll_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
 tests_mpi_threads_coll_mpi_LDADD = $(MPI_LIBS) -lpthread
 check_PROGRAMS += tests/mpi/prune_mpi
+# One rank late before each collective, or dying (mpi_liveness.sh).
+check_PROGRAMS += tests/mpi/late_mpi
+tests_mpi_late_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
+tests_mpi_late_mpi_LDADD = $(MPI_LIBS)
 tests_mpi_prune_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
 tests_mpi_prune_mpi_LDADD = $(MPI_LIBS)
 if BUILD_OSM_PLUGIN
 TESTS += tests/integration/mpi_shim.sh tests/integration/mpi_prune.sh
+if BUILD_OMPI_COLL
+TESTS += tests/integration/mpi_liveness.sh
+endif
 if BUILD_SPANK
 if BUILD_OMPI_COLL
 TESTS += tests/integration/slurm_mpi_launch.sh

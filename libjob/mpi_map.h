@@ -18,6 +18,15 @@
 #include "common/fnv.h"
 #include "ibmcast/ibmcast.h"
 
+/* The error class of a collective that a dead member failed (libibmcast's
+ * -ESRCH): ULFM's process failure where the MPI has it (MPICH 4's
+ * MPIX_ERR_PROC_FAILED), else MPI_ERR_OTHER. */
+#ifdef MPIX_ERR_PROC_FAILED
+#define IBMC__MPI_ERR_PROC_FAILED MPIX_ERR_PROC_FAILED
+#else
+#define IBMC__MPI_ERR_PROC_FAILED MPI_ERR_OTHER
+#endif
+
 /* X(mpi_op, ibmc_op) */
 #define IBMC__MPI_OPS(X)						\
 	X(MPI_SUM, IBMC_SUM) X(MPI_PROD, IBMC_PROD)			\

@@ -817,17 +817,41 @@ static int mismatch(MPI_Comm comm, const char *what)
 }
 
 /*
+ * A member of comm died (libibmcast found it answering no liveness probe
+ * within IBMCAST_DEAD_MS and named it in its log, ibmcast(7)): nothing on
+ * comm can complete any more, on any member, and every survivor gets this
+ * same error, so it goes to the communicator's error handler as MPI's
+ * process failure (ULFM's MPIX_ERR_PROC_FAILED where MPICH has it):
+ * MPI_ERRORS_ARE_FATAL ends the job, and with MPI_ERRORS_RETURN the
+ * program goes on, every later collective on comm failing the same way at
+ * once. 0 for any other failure.
+ */
+static int proc_failed(MPI_Comm comm, const char *what, int rc)
+{
+	if (rc != -ESRCH)
+		return 0;
+	fprintf(stderr,
+		SHIM ": rank %d: %s: %s; reported through the communicator's error handler\n",
+		S.rank, what, ibmc_strerror(rc));
+	PMPI_Comm_call_errhandler(comm, IBMC__MPI_ERR_PROC_FAILED);
+	return IBMC__MPI_ERR_PROC_FAILED;
+}
+
+/*
  * An allreduce or allgather that failed because its members disagree
  * (lengths: -EMSGSIZE; operation or datatype: -EINVAL; the shim checked
  * this rank's own arguments before): every member fails alike
  * (ibmc_allreduce(3)), so the error goes to the error handler as MPI's
  * own collective would report an argument error, MPI_ERR_TRUNCATE or
- * MPI_ERR_ARG. 0 for any other failure.
+ * MPI_ERR_ARG; as does a dead member (proc_failed). 0 for any other
+ * failure.
  */
 static int disagreement(MPI_Comm comm, const char *what, int rc)
 {
 	if (rc == -EMSGSIZE)
 		return mismatch(comm, what);
+	if (rc == -ESRCH)
+		return proc_failed(comm, what, rc);
 	if (rc != -EINVAL)
 		return 0;
 	if (S.verbose >= 2)
@@ -897,6 +921,8 @@ fail:
 	free(tmp);
 	if (rc == -EMSGSIZE)
 		return mismatch(comm, "MPI_Bcast");
+	if (rc == -ESRCH)
+		return proc_failed(comm, "MPI_Bcast", rc);
 	bcast_failed(comm, me, root, len, rc);
 	return MPI_ERR_OTHER;
 pass:
@@ -938,6 +964,8 @@ static int shim_Barrier(MPI_Comm comm)
 	if (!ic)
 		goto pass;
 	rc = ibmc_barrier(ic);
+	if (rc == -ESRCH)
+		return proc_failed(comm, "MPI_Barrier", rc);
 	if (rc) {
 		PMPI_Comm_size(comm, &n);
 		barrier_failed(comm, n, rc);

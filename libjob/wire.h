@@ -93,7 +93,9 @@ enum ibmc__kind {
 	IBMC__K_XSTOP = 19,
 	/* Liveness (live.c, coll IBMC__C_LIVE): a = IBMC__LIVE_ASK, _ALIVE
 	 * or _DEAD; b = the sender's context rank (DEAD: the dead one's);
-	 * mask = ALIVE: the answerer's next sequence number on comm_id. */
+	 * mask = ALIVE: the answerer's next sequence number on comm_id (low
+	 * 32 bits) and, with F_FAILED, the errno its collective seq failed
+	 * with (high 32 bits). */
 	IBMC__K_LIVE = 20,
 };
 
@@ -128,6 +130,10 @@ enum ibmc__algo {
 /* ALIVE: the answerer has no communicator comm_id (not created yet, or
  * freed): it entered none of its collectives. */
 #define IBMC__F_NOCOMM 0x20
+/* ALIVE: the answerer's collective seq failed, for all its members (the
+ * members disagree, or one is dead): the asker fails it too rather than
+ * wait for what will never come (its notices lost). */
+#define IBMC__F_FAILED 0x40
 
 struct ibmc__hdr {
 	uint8_t kind;

@@ -64,7 +64,11 @@ static int convert(int pack, void *buf, int count,
  * reported as MPI reports argument errors, without a line of ours, and a
  * program with MPI_ERRORS_RETURN goes on: lengths as MPI_ERR_TRUNCATE,
  * operations or datatypes (-EINVAL: this rank's own arguments were
- * checked before) as MPI_ERR_ARG.
+ * checked before) as MPI_ERR_ARG. A dead member (-ESRCH: libibmcast's log
+ * names it) fails the collective on every survivor alike, and every later
+ * one on the communicator at once: MPI's process failure (MPI_ERR_OTHER,
+ * Open MPI 4 has no ULFM class), which MPI_ERRORS_RETURN lets the program
+ * see and go on from.
  */
 static int failed(const char *what, struct ompi_communicator_t *comm,
 		  int rc)
@@ -73,6 +77,12 @@ static int failed(const char *what, struct ompi_communicator_t *comm,
 		return MPI_ERR_TRUNCATE;
 	if (rc == -EINVAL)
 		return MPI_ERR_ARG;
+	if (rc == -ESRCH) {
+		mca_coll_ibmcast_say("%s on communicator %s (cid %d, %d ranks): %s",
+			what, comm->c_name, (int)comm->c_contextid,
+			ompi_comm_size(comm), ibmc_strerror(rc));
+		return IBMC__MPI_ERR_PROC_FAILED;
+	}
 	mca_coll_ibmcast_say("%s on communicator %s (cid %d, %d ranks) over ibmcast failed: %s; it cannot be redone by the previous module (--mca coll_ibmcast_enable 0 runs without ibmcast)",
 		what, comm->c_name, (int)comm->c_contextid,
 		ompi_comm_size(comm), ibmc_strerror(rc));

@@ -45,6 +45,8 @@ need_file "$AGPROG" "tests/mpi/allgather_mpi"
 need_file "$SPROG" "tests/mpi/semantics_mpi"
 need_file "$TPROG" "tests/mpi/threads_mpi"
 PPROG=$top_builddir/tests/mpi/progress_mpi
+LPROG=$top_builddir/tests/mpi/late_mpi
+need_file "$LPROG" "tests/mpi/late_mpi"
 need_file "$PPROG" "tests/mpi/progress_mpi"
 CTPROG=$top_builddir/tests/mpi/threads_coll_mpi
 need_file "$CTPROG" "tests/mpi/threads_coll_mpi"
@@ -57,7 +59,7 @@ OSHIM=$top_builddir/libjob/.libs/libibmcast_ompi.so
 need_file "$OSHIM" "libjob/libibmcast_ompi.so (configure --with-openmpi-shim)"
 need_file "$IBMCASTCTL" "tools/ibmcastctl"
 
-plan 71
+plan 76
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ibmcast-mpi-test.XXXXXX")
 at_exit "rm -rf '$tmp'"
@@ -74,6 +76,7 @@ ibmcast_env_from_wait 401 || bail_out "no wait reply for job 401"
 # stdout+stderr in OUT. With RUN_STDERR set, rank i's stderr goes straight
 # to $RUN_STDERR.i instead: mpiexec may drop what it had not forwarded yet
 # when a rank aborts. RUN_TIMEOUT: seconds mpiexec may take (default 120).
+# RUN_MPIEXEC_OPTS: options of mpiexec's own (words).
 mpirun() {
 	local out=$1 i args=() prog=${RUN_PROG:-$PROG} wrap
 	shift
@@ -89,7 +92,9 @@ mpirun() {
 			"$prog" ${RUN_ARGS:-})
 	done
 	diag "mpiexec: $NRANKS ranks of ${prog##*/} $*"
-	ASAN_OPTIONS=$rank_asan timeout "${RUN_TIMEOUT:-120}" "$MPIEXEC" "${args[@]}" \
+	# shellcheck disable=SC2086 # RUN_MPIEXEC_OPTS: words
+	ASAN_OPTIONS=$rank_asan timeout "${RUN_TIMEOUT:-120}" "$MPIEXEC" \
+		${RUN_MPIEXEC_OPTS:-} "${args[@]}" \
 		< /dev/null > "$out" 2>&1
 }
 
@@ -562,3 +567,43 @@ ok "$(grep -q "), 0 passed to MPI; $((${kmade:-0} + 1)) communicators (" <<< "$k
 read -r kshared ksplit < <(pool_groups "$tmp/kinds.out")
 ok "$([ "${kshared:-0}" -gt "$KITERS" ] && [ "$ksplit" = 0 ]; echo $?)" \
 	"comm_kinds_mpi: the members of each of ${kshared:-no} communicators took the same pool group ($ksplit split; before they agreed, the dup after the partial split took different ones)"
+
+# --- a late rank and a dead one (libjob/live.h) -----------------------------
+# late_mpi: rank 1 spends 3 s (three times IBMCAST_DEAD_MS) outside MPI
+# before each of MPI_Barrier, MPI_Bcast, MPI_Allreduce and MPI_Allgather,
+# with no deadline (the default): a correct program, which must pass as on
+# MPICH's own collectives, every result checked.
+dp_ctl reset > /dev/null
+rc=0
+RUN_PROG=$LPROG mpirun "$tmp/late.out" LD_PRELOAD="$SHIM" \
+	IBMCAST_MPI_VERBOSE=1 IBMCAST_BCAST_TIMEOUT_MS=0 IBMCAST_DEAD_MS=1000 \
+	LATE_MPI_SECONDS=3 || rc=$?
+is "$rc/$(grep -cE '^late_mpi: rank [0-9]+: 4 collectives verified, 0 errors' "$tmp/late.out")" \
+	"0/$NRANKS" "late_mpi: rank 1 3 s late before each collective: every rank verified all four" ||
+	diag "$(tail -n 20 "$tmp/late.out")"
+like "$(sed -n 's/^late_mpi: rank 0: .* waited \([0-9.]*\) s$/\1/p' "$tmp/late.out")" \
+	'^1[0-9]\.' "  ... rank 0 waited for it in them (10 s or more)" ||
+	diag "$(tail -n 20 "$tmp/late.out")"
+ok "$(all_taken "$tmp/late.out" 1; echo $?)" \
+	"  ... each of the four went over ibmcast, none passed to MPICH" ||
+	diag "$(grep '^ibmcast_mpi: rank 0' "$tmp/late.out")"
+
+# LATE_MPI_DIE: rank 1 leaves (_exit) before the barrier, MPI_ERRORS_RETURN
+# on world; mpiexec keeps the others (-disable-auto-cleanup). Each survivor
+# gets MPIX_ERR_PROC_FAILED from MPI_Barrier within IBMCAST_DEAD_MS plus a
+# few seconds, then from MPI_Bcast at once.
+dp_ctl reset > /dev/null
+rc=0
+RUN_PROG=$LPROG RUN_MPIEXEC_OPTS=-disable-auto-cleanup mpirun "$tmp/dead.out" \
+	LD_PRELOAD="$SHIM" IBMCAST_BCAST_TIMEOUT_MS=0 IBMCAST_DEAD_MS=1000 \
+	LATE_MPI_DIE=1 || rc=$?
+pf=$(printf '#include <mpi.h>\nMPIX_ERR_PROC_FAILED\n' |
+	mpicc.mpich -E -P - 2> /dev/null | tail -n 1)
+pf=$((pf))
+is "$(grep -cE "^late_mpi: rank [0-9]+: barrier error $pf after [0-5]\\." "$tmp/dead.out")/$(grep -cE "^late_mpi: rank [0-9]+: bcast error $pf after 0\\.[0-4]" "$tmp/dead.out")" \
+	"$((NRANKS - 1))/$((NRANKS - 1))" \
+	"late_mpi: rank 1 dies: each survivor's MPI_Barrier returns MPIX_ERR_PROC_FAILED ($pf) within 6 s, the next MPI_Bcast at once (mpiexec exits $rc)" ||
+	diag "$(tail -n 30 "$tmp/dead.out")"
+like "$(grep -m1 'answered no liveness probe' "$tmp/dead.out")" \
+	'rank 1 \(node node2\)' "  ... and the error names the dead rank and its node" ||
+	diag "$(tail -n 30 "$tmp/dead.out")"

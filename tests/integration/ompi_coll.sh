@@ -51,6 +51,8 @@ need_file "$SPROG" "tests/mpi/semantics_ompi"
 KPROG=$top_builddir/tests/mpi/comm_kinds_ompi
 need_file "$KPROG" "tests/mpi/comm_kinds_ompi"
 PPROG=$top_builddir/tests/mpi/progress_ompi
+LPROG=$top_builddir/tests/mpi/late_ompi
+need_file "$LPROG" "tests/mpi/late_ompi"
 need_file "$PPROG" "tests/mpi/progress_ompi"
 TPROG=$top_builddir/tests/mpi/threads_ompi
 need_file "$TPROG" "tests/mpi/threads_ompi"
@@ -62,7 +64,7 @@ need_file "$OSHIM" "libjob/libibmcast_ompi.so (configure --with-openmpi-shim)"
 need_file "$MSHIM" "libjob/libibmcast_mpi.so (configure --with-mpi, for MPICH)"
 need_file "$IBMCASTCTL" "tools/ibmcastctl"
 
-plan 65
+plan 70
 
 # Under the sanitizer build: Open MPI leaks from its own components at
 # MPI_Finalize, which LeakSanitizer cannot name to suppress; the ranks keep
@@ -558,3 +560,45 @@ ok "$(for c in MPI_Bcast MPI_Barrier MPI_Allgather MPI_Allreduce; do
 	"  each of the four collectives went through the component, none passed to the previous module" ||
 	diag "$(grep '^coll_ibmcast: rank 0' "$tmp/progress.out")"
 
+
+# --- a late rank and a dead one (libjob/live.h) -----------------------------
+# As in mpi_shim.sh: rank 1 3 s (three times IBMCAST_DEAD_MS) late before
+# each of the four collectives, no deadline: every rank passes. (Before
+# liveness, a rank late by more than IBMCAST_BCAST_TIMEOUT_MS failed the
+# job with MPI_ERR_OTHER.)
+dp_ctl reset > /dev/null
+rc=0
+ompirun "$tmp/late.out" "$LPROG" -- OMPI_MCA_coll_ibmcast_verbose=1 \
+	IBMCAST_BCAST_TIMEOUT_MS=0 IBMCAST_DEAD_MS=1000 LATE_MPI_SECONDS=3 ||
+	rc=$?
+is "$rc/$(grep -cE '^late_mpi: rank [0-9]+: 4 collectives verified, 0 errors' "$tmp/late.out")" \
+	"0/$NRANKS" "late_ompi: rank 1 3 s late before each collective: every rank verified all four" ||
+	diag "$(tail -n 20 "$tmp/late.out")"
+like "$(sed -n 's/^late_mpi: rank 0: .* waited \([0-9.]*\) s$/\1/p' "$tmp/late.out")" \
+	'^1[0-9]\.' "  ... rank 0 waited for it in them (10 s or more)" ||
+	diag "$(tail -n 20 "$tmp/late.out")"
+ok "$(for c in MPI_Bcast MPI_Barrier MPI_Allgather MPI_Allreduce; do
+	l=$(summary "$tmp/late.out" "$c")
+	[ "$(field "$l" "passed to the previous")" = 0 ] &&
+	[ $(( $(field "$l" "over multicast") + $(field "$l" "point-to-point by libibmcast") )) = 1 ] || exit 1
+      done; echo $?)" \
+	"  ... each of the four went through the component, none passed to the previous module" ||
+	diag "$(grep '^coll_ibmcast: rank 0' "$tmp/late.out")"
+
+# Rank 1 leaves (_exit) before the barrier, MPI_ERRORS_RETURN on world;
+# mpirun keeps the others (orte_allowed_exit_without_sync,
+# orte_enable_recovery). Each survivor's MPI_Barrier returns an error
+# (MPI_ERR_OTHER: Open MPI 4 has no ULFM class) within IBMCAST_DEAD_MS
+# plus a few seconds, the next MPI_Bcast at once.
+dp_ctl reset > /dev/null
+rc=0
+MPIRUN_OPTS="--mca orte_allowed_exit_without_sync 1 --mca orte_enable_recovery 1" \
+	ompirun "$tmp/dead.out" "$LPROG" -- IBMCAST_BCAST_TIMEOUT_MS=0 \
+	IBMCAST_DEAD_MS=1000 LATE_MPI_DIE=1 || rc=$?
+is "$(grep -cE '^late_mpi: rank [0-9]+: barrier error 16 after [0-5]\.' "$tmp/dead.out")/$(grep -cE '^late_mpi: rank [0-9]+: bcast error 16 after 0\.[0-4]' "$tmp/dead.out")" \
+	"$((NRANKS - 1))/$((NRANKS - 1))" \
+	"late_ompi: rank 1 dies: each survivor's MPI_Barrier returns MPI_ERR_OTHER within 6 s, the next MPI_Bcast at once (mpirun exits $rc)" ||
+	diag "$(tail -n 30 "$tmp/dead.out")"
+like "$(grep -m1 'answered no liveness probe' "$tmp/dead.out")" \
+	'rank 1 \(node node2\)' "  ... and the error names the dead rank and its node" ||
+	diag "$(tail -n 30 "$tmp/dead.out")"
