@@ -29,12 +29,18 @@
 #define REASK_MIN_US 20000
 /* How often a waiting task looks at whom it waits for. */
 #define LOOK_US 100000
+/* A context that has not run for longer than this (its progress passes
+ * come every 10 ms or less while a task waits) was itself stopped: not
+ * scheduled on a loaded host, or the whole machine stalled (a virtual
+ * machine's CPUs taken away for seconds). */
+#define STALL_US 250000
 
 struct ibmc__live_peer {
 	int64_t heard;		/* us: its last datagram, 0: none yet */
 	int64_t asked;		/* us: first probe since then, 0: none */
 	int64_t probed;		/* us: last probe */
 	int dead;		/* taken for dead (here, or told) */
+	unsigned nasked;	/* probes since it was last heard */
 	/* Its last answer: on communicator ans_comm it entered the
 	 * collectives below ans_next (ans_nocomm: it has none such). */
 	int64_t ans_at;		/* us, 0: none */
@@ -44,6 +50,15 @@ struct ibmc__live_peer {
 
 struct ibmc__live {
 	struct ibmc__live_peer *peer;	/* per context rank */
+	/* The liveness clock: real time less the time this context itself
+	 * did not run. A member's silence is counted on it, so that time in
+	 * which this rank could not have heard an answer (it was not
+	 * scheduled, or the host stalled and every rank with it) is never
+	 * taken for the member's silence: after a host stall of 10 s every
+	 * rank saw every other silent for 10 s and all took each other
+	 * for dead. */
+	int64_t last;			/* us, real: the clock's last reading */
+	int64_t stalled;		/* us: time it did not run */
 	unsigned gen;			/* deaths learnt so far */
 	int self_dead;			/* others took this rank for dead */
 	int self_by;			/* ... the context rank that said so */
@@ -73,9 +88,14 @@ void ibmc__live_fini(struct ibmc_context *ctx)
 	ctx->live = NULL;
 }
 
-static int64_t now_us(void)
+static int64_t now_us(struct ibmc__live *l)
 {
-	return ibmc__task_now();
+	int64_t now = ibmc__task_now(), gap = now - l->last;
+
+	if (l->last && gap > STALL_US)
+		l->stalled += gap - STALL_US;
+	l->last = now;
+	return now - l->stalled;
 }
 
 static int64_t dead_us(const struct ibmc_context *ctx)
@@ -99,8 +119,9 @@ void ibmc__live_heard(struct ibmc_context *ctx, int r)
 	if (!ctx->live || r < 0 || r >= ctx->size)
 		return;
 	p = &ctx->live->peer[r];
-	p->heard = now_us();
+	p->heard = now_us(ctx->live);
 	p->asked = 0;
+	p->nasked = 0;
 }
 
 static void live_hdr(const struct ibmc_comm *c, uint32_t seq, int op,
@@ -225,7 +246,7 @@ void ibmc__live_input(struct ibmc_context *ctx, const struct ibmc__hdr *h)
 			return;
 		ibmc__live_heard(ctx, from);
 		p = &ctx->live->peer[from];
-		p->ans_at = now_us();
+		p->ans_at = now_us(ctx->live);
 		p->ans_comm = h->comm_id;
 		p->ans_next = (uint32_t)h->mask;
 		p->ans_nocomm = !!(h->flags & IBMC__F_NOCOMM);
@@ -276,7 +297,8 @@ static void spread(struct ibmc_comm *c, uint32_t seq, int dead)
 }
 
 /* Member r of t's communicator, which t waits for: 0 while it is alive
- * (or not silent long enough to tell), -ESRCH once it is dead. */
+ * (or not silent long enough to tell), -ESRCH once it is dead. now: on
+ * the liveness clock. */
 static int watch(struct ibmc__task *t, int r, int64_t now)
 {
 	struct ibmc_comm *c = t->comm;
@@ -296,10 +318,11 @@ static int watch(struct ibmc__task *t, int r, int64_t now)
 	if (p->asked && now - p->asked >= dead_us(ctx)) {
 		if (mark_dead(ctx, cr)) {
 			ibmc_log(IBMC_LOG_ERROR,
-				 "libibmcast: rank %d: communicator %08x: %s #%u: rank %d (node %s) answered no liveness probe for %d ms (IBMCAST_DEAD_MS): it is taken for dead",
+				 "libibmcast: rank %d: communicator %08x: %s #%u: rank %d (node %s) answered no liveness probe for %d ms (IBMCAST_DEAD_MS): it is taken for dead (%u probes; last datagram from it %.1f s ago)",
 				 c->rank, c->id, ibmc__coll_name(t->coll),
 				 t->seq, r, node_of(ctx, cr),
-				 ctx->env.dead_ms);
+				 ctx->env.dead_ms, p->nasked,
+				 p->heard ? (now - p->heard) / 1e6 : -1.0);
 			spread(c, t->seq, cr);
 		}
 		return -ESRCH;
@@ -309,6 +332,16 @@ static int watch(struct ibmc__task *t, int r, int64_t now)
 	if (!p->asked)
 		p->asked = now;
 	p->probed = now;
+	/* Half the bound gone: say so, once, so that a death (or a stall
+	 * that looks like one) can be looked at while it lasts. */
+	if (p->nasked && now - p->asked >= dead_us(ctx) / 2 &&
+	    now - p->asked - reask_us(ctx) < dead_us(ctx) / 2)
+		ibmc_log(IBMC_LOG_WARN,
+			 "libibmcast: rank %d: communicator %08x: %s #%u: rank %d (node %s) has answered no liveness probe for %.1f s (%u probes); it is taken for dead at %d ms (IBMCAST_DEAD_MS)",
+			 c->rank, c->id, ibmc__coll_name(t->coll), t->seq, r,
+			 node_of(ctx, cr), (now - p->asked) / 1e6, p->nasked,
+			 ctx->env.dead_ms);
+	p->nasked++;
 	live_hdr(c, t->seq, IBMC__LIVE_ASK, &h);
 	c->st.probes_sent++;
 	ibmc__send_pkt(c, r, &h, NULL, 0);
@@ -319,10 +352,13 @@ int64_t ibmc__live_check(struct ibmc__task *t, int64_t now)
 {
 	struct ibmc_context *ctx = t->comm->ctx;
 	int ranks[IBMC__LIVE_WAITS_MAX], n, i, rc;
+	int64_t lnow;
 
 	if (!ctx->live || !ctx->env.dead_ms || !t->ops->waits_for ||
 	    t->done || t->error)
 		return INT64_MAX;
+	/* (every pass: the liveness clock sees this context's own stalls) */
+	lnow = now_us(ctx->live);
 	/* A collective that completes within the quiet time never asks
 	 * (its peers' datagrams would have said enough anyway). */
 	if (!t->live_next)
@@ -333,7 +369,7 @@ int64_t ibmc__live_check(struct ibmc__task *t, int64_t now)
 			      reask_us(ctx));
 	n = t->ops->waits_for(t, ranks, IBMC__LIVE_WAITS_MAX);
 	for (i = 0; i < n; i++) {
-		rc = watch(t, ranks[i], now);
+		rc = watch(t, ranks[i], lnow);
 		if (rc) {
 			t->error = rc;
 			return INT64_MAX;
@@ -370,7 +406,8 @@ int ibmc__live_absent(const struct ibmc_comm *c, int r, uint32_t seq)
 		return 0;
 	p = &ctx->live->peer[c->members[r]];
 	/* Stale after two probe periods: it may have entered since. */
-	if (!p->ans_at || now_us() - p->ans_at > 2 * QUIET_US ||
+	if (!p->ans_at || ctx->live->last - ctx->live->stalled - p->ans_at >
+	    2 * QUIET_US ||
 	    p->ans_comm != c->id)
 		return 0;
 	return p->ans_nocomm || (int32_t)(p->ans_next - seq) <= 0;

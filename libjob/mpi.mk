@@ -57,16 +57,21 @@ tests_mpi_comm_kinds_mpi_LDADD = $(MPI_LIBS)
 tests_mpi_threads_coll_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
 tests_mpi_threads_coll_mpi_LDADD = $(MPI_LIBS) -lpthread
 check_PROGRAMS += tests/mpi/prune_mpi
-# One rank late before each collective, or dying (mpi_liveness.sh).
+# One rank late before each collective, or dying (mpi_shim.sh).
 check_PROGRAMS += tests/mpi/late_mpi
 tests_mpi_late_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
 tests_mpi_late_mpi_LDADD = $(MPI_LIBS)
+# The chaos soak's program (tests/soak/soak.sh runs it; its short variant
+# is tests/integration/soak_short.sh).
+check_PROGRAMS += tests/soak/soak_mpi
+tests_soak_soak_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
+tests_soak_soak_mpi_LDADD = $(MPI_LIBS)
 tests_mpi_prune_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
 tests_mpi_prune_mpi_LDADD = $(MPI_LIBS)
 if BUILD_OSM_PLUGIN
 TESTS += tests/integration/mpi_shim.sh tests/integration/mpi_prune.sh
 if BUILD_OMPI_COLL
-TESTS += tests/integration/mpi_liveness.sh
+TESTS += tests/integration/soak_short.sh
 endif
 if BUILD_SPANK
 if BUILD_OMPI_COLL
@@ -80,3 +85,4 @@ check_PROGRAMS += tests/mpi/barrier_time_mpi
 tests_mpi_barrier_time_mpi_CPPFLAGS = $(AM_CPPFLAGS) $(MPI_CFLAGS)
 tests_mpi_barrier_time_mpi_LDADD = $(MPI_LIBS)
 endif
+EXTRA_DIST += tests/soak/soak.sh
