@@ -2,9 +2,9 @@
 # SPDX-License-Identifier: BSD-3-Clause
 # The chaos soak's short variant (tests/soak/soak.sh --short): five seeded
 # runs of soak_mpi on 16 ranks, alternately through the MPICH shim and the
-# Open MPI component, each with another fault (none with loss; a rank 15 s
-# late; a rank killed; the SM restarted; a leaf's uplink down and back),
-# under loss with duplication and reordering and CPU hogs: no wrong
+# Open MPI component, each with another fault (none; a rank 15 s late; a
+# rank killed; the SM restarted; a leaf's uplink down and back), under
+# loss with duplication and reordering and a CPU hog: no wrong
 # result, no hang, no spurious failure, every survivor of the kill within
 # IBMCAST_DEAD_MS + 5 s. First, the check itself: a run whose rank 1
 # alters one broadcast result must be counted wrong.
