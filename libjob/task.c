@@ -230,9 +230,10 @@ static void fail_dead(struct ibmc_comm *c)
 		if (t->error || t->done || t->background)
 			continue;
 		ibmc_log(IBMC_LOG_ERROR,
-			 "libibmcast: rank %d: communicator %08x: %s #%u fails: its rank %d (node %s) is dead",
-			 c->rank, c->id, ibmc__coll_name(t->coll), t->seq, dead,
-			 c->ctx->node_name[c->members[dead]]);
+			 "libibmcast: rank %d: communicator %08x: %s #%u fails: %s rank %d (node %s) is dead",
+			 c->rank, c->id, ibmc__coll_name(t->coll), t->seq,
+			 dead == c->rank ? "the others took this" : "its",
+			 dead, c->ctx->node_name[c->members[dead]]);
 		t->error = -ESRCH;
 	}
 }

@@ -26,8 +26,14 @@ BCAST_CHECK=$top_builddir/tests/libjob/bcast_check
 IBMCASTCTL=$top_builddir/tools/ibmcastctl
 BCAST_OUT=
 # Every broadcast that sees no progress for this long fails (ETIMEDOUT):
-# a bug shows as a failure, never as a hung test.
+# a bug shows as a failure, never as a hung test. Liveness (live.h) then
+# bounds nothing sooner: the tests of late and dead members
+# (libjob_liveness.sh, the late_mpi cases, soak_short.sh) set
+# IBMCAST_DEAD_MS themselves. (Under the suite's load one
+# libjob_bcast_node.sh run took three ranks for dead at the default
+# 10 s; see README, "Left".)
 export IBMCAST_BCAST_TIMEOUT_MS=${IBMCAST_BCAST_TIMEOUT_MS:-30000}
+export IBMCAST_DEAD_MS=${IBMCAST_DEAD_MS:-60000}
 
 libjob_need() {
 	fabric_need
@@ -201,4 +207,17 @@ pool_groups() {
 			   for (c in n) if (n[c] > 1) s++
 			   for (c in bad) b++
 			   print s, b }'
+}
+
+# late_mpi_waited OUT: the seconds late_mpi's rank 0 waited in its four
+# collectives (tests/mpi/late_mpi.c).
+late_mpi_waited() {
+	sed -n 's/^late_mpi: rank 0: .* waited \([0-9.]*\) s$/\1/p' "$1"
+}
+
+# late_mpi_dead OUT CLASS: "BARRIERS/BCASTS", how many of late_mpi's
+# survivors got error class CLASS from MPI_Barrier within 6 s and then
+# from MPI_Bcast within half a second (LATE_MPI_DIE=1).
+late_mpi_dead() {
+	echo "$(grep -cE "^late_mpi: rank [0-9]+: barrier error $2 after [0-5]\\." "$1")/$(grep -cE "^late_mpi: rank [0-9]+: bcast error $2 after 0\\.[0-4]" "$1")"
 }

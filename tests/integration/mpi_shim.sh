@@ -581,7 +581,7 @@ RUN_PROG=$LPROG mpirun "$tmp/late.out" LD_PRELOAD="$SHIM" \
 is "$rc/$(grep -cE '^late_mpi: rank [0-9]+: 4 collectives verified, 0 errors' "$tmp/late.out")" \
 	"0/$NRANKS" "late_mpi: rank 1 3 s late before each collective: every rank verified all four" ||
 	diag "$(tail -n 20 "$tmp/late.out")"
-like "$(sed -n 's/^late_mpi: rank 0: .* waited \([0-9.]*\) s$/\1/p' "$tmp/late.out")" \
+like "$(late_mpi_waited "$tmp/late.out")" \
 	'^1[0-9]\.' "  ... rank 0 waited for it in them (10 s or more)" ||
 	diag "$(tail -n 20 "$tmp/late.out")"
 ok "$(all_taken "$tmp/late.out" 1; echo $?)" \
@@ -600,7 +600,7 @@ RUN_PROG=$LPROG RUN_MPIEXEC_OPTS=-disable-auto-cleanup mpirun "$tmp/dead.out" \
 pf=$(printf '#include <mpi.h>\nMPIX_ERR_PROC_FAILED\n' |
 	mpicc.mpich -E -P - 2> /dev/null | tail -n 1)
 pf=$((pf))
-is "$(grep -cE "^late_mpi: rank [0-9]+: barrier error $pf after [0-5]\\." "$tmp/dead.out")/$(grep -cE "^late_mpi: rank [0-9]+: bcast error $pf after 0\\.[0-4]" "$tmp/dead.out")" \
+is "$(late_mpi_dead "$tmp/dead.out" "$pf")" \
 	"$((NRANKS - 1))/$((NRANKS - 1))" \
 	"late_mpi: rank 1 dies: each survivor's MPI_Barrier returns MPIX_ERR_PROC_FAILED ($pf) within 6 s, the next MPI_Bcast at once (mpiexec exits $rc)" ||
 	diag "$(tail -n 30 "$tmp/dead.out")"

@@ -574,7 +574,7 @@ ompirun "$tmp/late.out" "$LPROG" -- OMPI_MCA_coll_ibmcast_verbose=1 \
 is "$rc/$(grep -cE '^late_mpi: rank [0-9]+: 4 collectives verified, 0 errors' "$tmp/late.out")" \
 	"0/$NRANKS" "late_ompi: rank 1 3 s late before each collective: every rank verified all four" ||
 	diag "$(tail -n 20 "$tmp/late.out")"
-like "$(sed -n 's/^late_mpi: rank 0: .* waited \([0-9.]*\) s$/\1/p' "$tmp/late.out")" \
+like "$(late_mpi_waited "$tmp/late.out")" \
 	'^1[0-9]\.' "  ... rank 0 waited for it in them (10 s or more)" ||
 	diag "$(tail -n 20 "$tmp/late.out")"
 ok "$(for c in MPI_Bcast MPI_Barrier MPI_Allgather MPI_Allreduce; do
@@ -595,7 +595,7 @@ rc=0
 MPIRUN_OPTS="--mca orte_allowed_exit_without_sync 1 --mca orte_enable_recovery 1" \
 	ompirun "$tmp/dead.out" "$LPROG" -- IBMCAST_BCAST_TIMEOUT_MS=0 \
 	IBMCAST_DEAD_MS=1000 LATE_MPI_DIE=1 || rc=$?
-is "$(grep -cE '^late_mpi: rank [0-9]+: barrier error 16 after [0-5]\.' "$tmp/dead.out")/$(grep -cE '^late_mpi: rank [0-9]+: bcast error 16 after 0\.[0-4]' "$tmp/dead.out")" \
+is "$(late_mpi_dead "$tmp/dead.out" 16)" \
 	"$((NRANKS - 1))/$((NRANKS - 1))" \
 	"late_ompi: rank 1 dies: each survivor's MPI_Barrier returns MPI_ERR_OTHER within 6 s, the next MPI_Bcast at once (mpirun exits $rc)" ||
 	diag "$(tail -n 30 "$tmp/dead.out")"
