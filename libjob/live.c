@@ -61,7 +61,6 @@ struct ibmc__live {
 	int64_t stalled;		/* us: time it did not run */
 	unsigned gen;			/* deaths learnt so far */
 	int self_dead;			/* others took this rank for dead */
-	int self_by;			/* ... the context rank that said so */
 };
 
 int ibmc__live_init(struct ibmc_context *ctx)
