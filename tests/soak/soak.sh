@@ -14,7 +14,8 @@ usage() {
 	cat <<'EOF'
 Usage: tests/soak/soak.sh [--short] [--runs N] [--ops N] [--seed S]
            [--ranks N] [--per-node K] [--mpi mpich|ompi|both] [--plain]
-           [--late-s S] [--out DIR] [--builddir DIR] [--keep]
+           [--late-s S] [--max-bytes N] [--out DIR] [--builddir DIR]
+           [--keep]
 
 Brings up an 8-host fat tree with OpenSM, the plugin and the data plane,
 reserves a pool for node[1-8], then runs soak_mpi N times. Run i takes its
@@ -41,6 +42,9 @@ run; a leaf's uplink down during the run and back.
                  coll_ibmcast_enable 0) under the same faults, for the
                  wall-time ratio
   --late-s S     how late the late rank is (default 300)
+  --max-bytes N  largest message (default soak_mpi's, 4 MiB); small
+                 messages compare per-call cost rather than the simulated
+                 data plane's bandwidth
   --out DIR      results (default ./soak-results): runs.csv, one log per run
   --builddir DIR the build tree; --keep keeps the fabric's directory
 
@@ -62,6 +66,7 @@ PERNODE=2
 WHICH=both
 PLAIN=0
 LATE_S=300
+MAX_BYTES=
 FAULT_STEP=2	# runs per fault before the next (so both MPIs see each)
 SHORT=0
 LOSSES=(0 0.02 0.05 0.10 0.20)
@@ -83,11 +88,13 @@ while [ $# -gt 0 ]; do
 	--mpi) WHICH=${2:?}; shift ;;
 	--plain) PLAIN=1 ;;
 	--late-s) LATE_S=${2:?}; shift ;;
+	--max-bytes) MAX_BYTES=${2:?}; shift ;;
 	*) bench_option "$@"; shift "$BENCH_SHIFT"; continue ;;
 	esac
 	shift
 done
-for v in "$RUNS" "$FROM" "$OPS" "$SEED" "$RANKS" "$PERNODE" "$LATE_S"; do
+for v in "$RUNS" "$FROM" "$OPS" "$SEED" "$RANKS" "$PERNODE" "$LATE_S" \
+	 ${MAX_BYTES:+"$MAX_BYTES"}; do
 	[[ $v =~ ^[0-9]+$ ]] || { echo "soak: numbers only" >&2; exit 64; }
 done
 case $WHICH in mpich|ompi|both) ;; *) usage >&2; exit 64 ;; esac
@@ -215,11 +222,11 @@ for ((r = FROM; r < FROM + RUNS; r++)); do
 	frank=$(((seed * 7 + 3) % RANKS))
 	[ "$frank" != 0 ] || frank=1
 	fat=$(((seed * 131) % (OPS / 2) + OPS / 4))
-	extra=()
+	extra=(${MAX_BYTES:+--max-bytes "$MAX_BYTES"})
 	case $fault in
-	late) extra=(--late-rank "$frank" --late-s "$LATE_S" --late-at "$fat") ;;
+	late) extra+=(--late-rank "$frank" --late-s "$LATE_S" --late-at "$fat") ;;
 	kill)
-		extra=(--kill-rank "$frank" --kill-at "$fat")
+		extra+=(--kill-rank "$frank" --kill-at "$fat")
 		# MPICH 4.0's mpiexec ends the job when a rank dies by a
 		# signal, even with -disable-auto-cleanup: there the rank
 		# vanishes with _exit(0), the same on the wire.
@@ -245,11 +252,13 @@ for ((r = FROM; r < FROM + RUNS; r++)); do
 		sm-restart) sm_restart & bg=$! ;;
 		link-down) link_flap & bg=$! ;;
 		esac
-		start=$SECONDS
+		start=${EPOCHREALTIME/./}
 		launch "$mpi" "$plain" "$log" "$bound" --seed "$seed" --ops "$OPS" \
 			--skew-us "$skew" "${extra[@]}"
 		rc=$?
-		wall=$((SECONDS - start))
+		wall_ms=$(((${EPOCHREALTIME/./} - start) / 1000))
+		wall=$((wall_ms / 1000))
+		wall_s=$(printf '%d.%d' "$wall" $((wall_ms % 1000 / 100)))
 		[ -z "$bg" ] || wait "$bg"
 		cpu_hogs_stop
 		dp_ctl set loss=0 dup=0 reorder=0 > /dev/null
@@ -283,11 +292,11 @@ for ((r = FROM; r < FROM + RUNS; r++)); do
 			T_COLLS=$((T_COLLS + colls)); T_WRONG=$((T_WRONG + wrong))
 			T_HANG=$((T_HANG + hang)); T_SPUR=$((T_SPUR + spurious))
 		fi
-		WALL[$mpi,$with]=$(( ${WALL[$mpi,$with]:-0} + wall ))
+		WALL[$mpi,$with]=$(( ${WALL[$mpi,$with]:-0} + wall_ms ))
 		printf '%-4s %-6s %-8s %-5s %-4s %-7s %-10s %7s %5s %4s %8s %8s %7s\n' \
 			"$r" "$mpi" "$with" "$loss" "$hogs" "$skew" "$fault" \
-			"$colls" "$wrong" "$hang" "$spurious" "$kill_s" "$wall"
-		echo "$r,$mpi,$with,$seed,$loss,$hogs,$skew,$fault,$frank,$fat,$colls,$wrong,$hang,$spurious,$failed,$kill_s,$wall" >> "$CSV"
+			"$colls" "$wrong" "$hang" "$spurious" "$kill_s" "$wall_s"
+		echo "$r,$mpi,$with,$seed,$loss,$hogs,$skew,$fault,$frank,$fat,$colls,$wrong,$hang,$spurious,$failed,$kill_s,$wall_s" >> "$CSV"
 	done
 done
 
@@ -296,7 +305,7 @@ echo "totals (ibmcast runs): $T_COLLS checked collectives (every rank's calls), 
 if [ "$PLAIN" = 1 ]; then
 	for mpi in "${MPIS[@]}"; do
 		awk -v a="${WALL[$mpi,ibmcast]:-0}" -v b="${WALL[$mpi,plain]:-0}" -v m="$mpi" \
-			'BEGIN { if (b > 0) printf "wall time, %s: ibmcast %d s, plain %d s, ratio %.2f\n", m, a, b, a / b }'
+			'BEGIN { if (b > 0) printf "wall time, %s: ibmcast %.1f s, plain %.1f s, ratio %.2f\n", m, a / 1000, b / 1000, a / b }'
 	done
 fi
 say "results in $OUT"
