@@ -17,7 +17,7 @@
 slurm_need
 fabric_need
 
-plan 10
+plan 12
 
 sim_up --hosts 8 || bail_out "the fabric did not come up"
 . "$SIM_DIR/env"
@@ -26,16 +26,27 @@ tmp=$SLURM_DIR/t
 mkdir -p "$tmp/a" "$tmp/b" "$tmp/c" "$tmp/d"
 
 # step DIR: srun --ibmcast on both nodes, bounded from outside so that a
-# hang fails the test instead of stalling it; its output in DIR/out.
+# hang fails the test instead of stalling it; its output in DIR/out, how
+# long it took in STEP_MS.
+STEP_MS=
 step() {
 	local t0 rc
-	t0=$(date +%s)
+	t0=$(date +%s%N)
 	timeout 180 env -i PATH="$PATH" HOME="${HOME:-/root}" \
 		SLURM_CONF="$SLURM_CONF" TMPDIR="${TMPDIR:-/tmp}" \
 		srun -N2 -n2 --ibmcast "$TASK" "$1" > "$1/out" 2>&1
 	rc=$?
-	diag "srun took $(($(date +%s) - t0)) s (wait bound 5 s), exit $rc"
+	STEP_MS=$((($(date +%s%N) - t0) / 1000000))
+	diag "srun took $STEP_MS ms (wait bound 5 s), exit $rc"
 	return "$rc"
+}
+# waited MS: the step's srun lasted at least the configured wait (5 s: its
+# tasks did not start, or it did not fail, before the wait was over) and
+# not longer than the wait plus SLACK_MS of launching and ending a step
+# on a loaded host (not, say, the default wait of 30 s).
+SLACK_MS=5000
+waited() {
+	[ "$1" -ge 5000 ] && [ "$1" -lt $((5000 + SLACK_MS)) ]
 }
 states() { cat "$1"/env.* 2> /dev/null | sed -n 's/^IBMCAST_STATE=//p' | sort | uniq -c | xargs; }
 
@@ -57,6 +68,8 @@ step "$tmp/b"
 is "$?/$(states "$tmp/b")" "0/2 timeout" \
 	"srun --ibmcast runs its tasks after the bounded wait: IBMCAST_STATE=timeout" ||
 	diag "$(cat "$tmp/b/out")" "$(slurm_logs)"
+waited "$STEP_MS"
+ok $? "  ... once the wait was over: the step took $STEP_MS ms, from 5000 to $((5000 + SLACK_MS))"
 like "$(sed -n 's/^IBMCAST_REASON=//p' "$tmp/b/env.0")" \
 	"still building when the wait timed out: $why" \
 	"IBMCAST_REASON gives the SM's own reason" ||
@@ -72,6 +85,8 @@ rc=$?
 ok "$([ "$rc" != 0 ] && [ "$rc" != 124 ] && ! ls "$tmp"/c/env.* > /dev/null 2>&1; echo $?)" \
 	"required=1: the step fails (exit $rc, not a hang) before any task runs" ||
 	diag "$(cat "$tmp/c/out")"
+waited "$STEP_MS"
+ok $? "  ... once the wait was over: the step took $STEP_MS ms, from 5000 to $((5000 + SLACK_MS))"
 like "$(cat "$tmp/c/out")" \
 	"ibmcast: job [0-9]+ step 0 on node[12]: multicast timeout: .*$why.*\\(required=1\\)" \
 	"  and srun's output gives the reason" || diag "$(cat "$tmp/c/out")"
