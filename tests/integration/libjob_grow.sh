@@ -64,6 +64,8 @@ ok "$([ -n "$grown_mlid" ]; echo $?)" "the job's status shows group 1 grown and 
 ok "$([ "$(mft_entries "$grown_mlid")" -gt 0 ]; echo $?)" \
 	"the switches carry the grown group while the job lives"
 "$IBMCASTCTL" release "$JOB" > /dev/null
-wait_until 60 test "$(mft_entries "$grown_mlid")" = 0
+# A function, so that each try reads the MFTs again.
+mft_clear() { [ "$(mft_entries "$1")" = 0 ]; }
+wait_until 60 mft_clear "$grown_mlid"
 ok "$([ "$(mft_entries "$grown_mlid")" = 0 ]; echo $?)" \
 	"released with the job: no switch holds the grown group's MLID"

@@ -22,6 +22,11 @@ group0() {
 	"$IBMCASTCTL" --json status "$JOB" |
 		jq -r '.jobs[0].groups[0] | "\(.nodes // "all") \(.state)"'
 }
+# group0_is WHAT: group0 says WHAT (a command for wait_until, which then
+# asks the server again on each try).
+group0_is() {
+	[ "$(group0)" = "$1" ]
+}
 
 # sub_run NAME: 8 ranks, one per node; ranks 0 and 1 (node1, node2) make
 # a communicator and broadcast 1 KiB 60 times once the caller lets them
@@ -36,7 +41,7 @@ sub_run() {
 	wait_until 120 test -e "$d/created" ||
 		{ diag "$(tail -n 20 "$d/out")"; bail_out "$name: no communicator"; }
 	if [ "$name" = pruned ]; then
-		wait_until 60 test "$(group0)" = "node[1-2] ready"
+		wait_until 60 group0_is "node[1-2] ready"
 		is "$(group0)" "node[1-2] ready" \
 			"pruned: group 0 narrowed to the communicator's nodes and SM-confirmed before the broadcasts"
 	fi
@@ -73,5 +78,5 @@ ok "$(grep -qE 'pruned group 0 \(MLID 0x[0-9a-f]+\) to its 2 member port\(s\): S
 	"pruned: rank 0 logged the SM's confirmation ($(grep -oE 'pruned group 0.*' "$OUTF" | head -n 1))"
 ok "$([ "$wide" -gt 0 ] && [ $((pruned * 2)) -lt "$wide" ]; echo $?)" \
 	"the same broadcasts cross less than half the link bytes once pruned ($pruned against $wide)"
-wait_until 60 test "$(group0)" = "all ready"
+wait_until 60 group0_is "all ready"
 is "$(group0)" "all ready" "freed: group 0 widened back to the whole job and SM-confirmed"

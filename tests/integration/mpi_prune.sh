@@ -41,6 +41,11 @@ shapes() {
 	"$IBMCASTCTL" --json status "$1" |
 		jq -r '[.jobs[0].groups[] | "\(.nodes // "all"):\(.state)"] | join(" ")'
 }
+# shapes_are JOB SHAPES: a command for wait_until, which then asks the
+# server again on each try.
+shapes_are() {
+	[ "$(shapes "$1")" = "$2" ]
+}
 
 # paused DIR MARK JOB SHAPES MSG: once prune_mpi is at its pause MARK
 # (DIR/MARK exists), JOB's groups reach SHAPES (see shapes), checked as
@@ -48,7 +53,7 @@ shapes() {
 paused() {
 	wait_until 120 test -e "$1/$2" ||
 		{ diag "$(tail -n 20 "$1/out")"; bail_out "prune_mpi never reached $2"; }
-	wait_until 60 test "$(shapes "$3")" = "$4"
+	wait_until 60 shapes_are "$3" "$4"
 	is "$(shapes "$3")" "$4" "$5"
 }
 

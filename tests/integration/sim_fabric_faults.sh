@@ -48,6 +48,17 @@ link_state() {
 		sed -n 's/^LinkState:\.*//p'
 }
 
+# The conditions the test waits for, as commands: wait_until then reads
+# the port or the log again on each try.
+# link_is DIR LID PORT STATE: LinkState is STATE.
+link_is() {
+	[ "$(link_state "$1" "$2" "$3")" = "$4" ]
+}
+# ups_above LOG N: OpenSM logged SUBNET UP more than N times.
+ups_above() {
+	[ "$(count_matches "$1" 'SUBNET UP')" -gt "$2" ]
+}
+
 hosts_seen() {
 	sim_diag "$1" ibnetdiscover 2> /dev/null |
 		grep -c '^Ca.*# "node[0-9]*"' || true
@@ -99,12 +110,12 @@ is "$(leaf1_ports "$A" | grep -c '^5 ')" 0 \
 out=$(sim link --dir "$A" show leaf1 5 2>&1)
 like "$out" ': Down Polling$' "link show: Down Polling" || diag "$out"
 # OpenSM hears the switches' trap 128 and sweeps the subnet again.
-wait_until 30 test "$(count_matches "$log" 'SUBNET UP')" -gt "$ups0"
+wait_until 30 ups_above "$log" "$ups0"
 ok $? "OpenSM resweeps after the link went down (SUBNET UP again)"
 ok "$([ "$(count_matches "$log" 'num:128')" -gt "$traps0" ]; echo $?)" \
 	"OpenSM logs the link-state-change trap 128"
 lid1=$(lid_of "$A" leaf1)
-wait_until 10 test "$(link_state "$A" "$lid1" 5)" = Down
+wait_until 10 link_is "$A" "$lid1" 5 Down
 ok $? "smpquery portinfo on leaf1 (lid $lid1) port 5: LinkState Down" ||
 	diag "LinkState: '$(link_state "$A" "$lid1" 5)'"
 run_fails "link down on a port already down fails" \
@@ -116,7 +127,7 @@ run_ok "link up S-leaf1 5 --wait (Active again)" \
 like "$(leaf1_ports "$A" | grep '^5 ')" '^5 spine1$' \
 	"ibnetdiscover finds leaf1 port 5 cabled to spine1 again"
 is "$(link_state "$A" "$lid1" 5)" Active "smpquery portinfo: LinkState Active"
-wait_until 30 test "$(count_matches "$log" 'SUBNET UP')" -gt "$ups1"
+wait_until 30 ups_above "$log" "$ups1"
 ok $? "OpenSM resweeps after the link came back"
 run_fails "link up on a port already up fails (no link to restore)" \
 	sim link --dir "$A" up S-leaf1 5
