@@ -290,9 +290,13 @@ is "$(jq -c '.jobs[] | select(.job == 7) | [.groups, .pool_groups, .pruned]' \
 	"the state file holds 4 groups, 2 of them the pool, group 0's subset"
 mapfile -t M < <(field '.job.groups[].mlid')
 run_ok "stop OpenSM" "$IBMCAST_SIM" stop-sm --dir "$SIM_DIR"
+# The entries are there first: a wipe (or a count) that found nothing
+# would leave the old SM's entries to pass the checks of the rebuild.
+before=$(mft_entries "${M[@]}")
 mft_wipe "${M[@]}"
-is "$?/$(mft_entries "${M[@]}")" "0/0" \
-	"with OpenSM down, job 7's MFT entries are wiped from the switches"
+rc=$?
+is "$rc/$([ "$before" -gt 0 ]; echo $?)/$(mft_entries "${M[@]}")" "0/0/0" \
+	"with OpenSM down, job 7's $before MFT entries are wiped from the switches"
 run_ok "start OpenSM" "$IBMCAST_SIM" start-sm --dir "$SIM_DIR"
 run_ctl --json wait 7 --timeout-ms 60000
 is "$(field .job.state)" ready "job 7 is ready again after the restart" ||
