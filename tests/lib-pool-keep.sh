@@ -13,6 +13,7 @@
 # Fabric:   pk_hca_gids N      (HCA_GIDS: "NAME GID" of the N nodes' ports)
 #           sa_nodes MGID      (the nodes the SA holds as members, sorted)
 #           sa_members MGID, gone MGID
+#           nodes_are MGID NODES, members_are MGID N  (for wait_until)
 #           mft_nodes MLID     (the HCAs the MFTs deliver the MLID to)
 #           narrowed MGID MLID NODES  (SA members and MFT reach both NODES)
 # Run:      logged DIR REGEX   (the first match in DIR/out)
@@ -56,6 +57,17 @@ sa_members() {
 
 gone() {
 	[ "$(sa_members "$1")" = 0 ]
+}
+
+# nodes_are MGID NODES, members_are MGID N: what sa_nodes and sa_members
+# say, as commands for wait_until (which then asks the SA again on each
+# try).
+nodes_are() {
+	[ "$(sa_nodes "$1")" = "$2" ]
+}
+
+members_are() {
+	[ "$(sa_members "$1")" = "$2" ]
 }
 
 # mft_nodes MLID: the HCAs the switches' MFTs deliver the MLID to, sorted.

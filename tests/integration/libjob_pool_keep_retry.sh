@@ -45,7 +45,7 @@ wait_until 120 grep -q 'replacing slot 0: created through the SA group' "$d/out"
 F1=$(logged "$d" 'replacing slot 0: created through the SA group ff12:1bcb:[0-9a-f:]+' |
 	awk '{ print $9 }')
 # Every node joins it (invitations are unicast): the SA holds it.
-wait_until 10 test "$(sa_members "$F1")" = 4
+wait_until 10 members_are "$F1" 4
 F1_HELD=$(sa_members "$F1")
 wait_until 120 grep -q 'replacing slot 0 failed: .*trying again' "$d/out"
 ok "$(grep -qE 'replacing slot 0 failed: ranks .* never got the test message of group '"$F1"'.*; trying again in 1000 ms \(attempt 2 of 4\)' "$d/out"; echo $?)" \

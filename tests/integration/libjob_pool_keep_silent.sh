@@ -67,7 +67,7 @@ wait_until 120 grep -q 'replacing slot 0: created through the SA group' "$d/out"
 F1=$(logged "$d" 'replacing slot 0: created through the SA group ff12:1bcb:[0-9a-f:]+' |
 	awk '{ print $9 }')
 LIVE="node1 node2 node3"
-wait_until 20 test "$(sa_nodes "$F1")" = "$LIVE"
+wait_until 20 nodes_are "$F1" "$LIVE"
 F1_NODES=$(sa_nodes "$F1")
 
 wait_until 120 grep -q 'pool stays a group smaller' "$d/out"
