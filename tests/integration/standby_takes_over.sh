@@ -91,9 +91,13 @@ is "$rc/$([ "$before" -gt 0 ]; echo $?)/$(mft_entries $m61)" "0/0/0" \
 	"job 61's $before MFT entries ($m61) are wiped from the switches"
 m64=$(sm1 --json status 64 | jq -r '[.jobs[0].groups[].mlid] | join(" ")')
 # shellcheck disable=SC2086
-mft_wipe $m64
+before=$(mft_entries $m64)
 # shellcheck disable=SC2086
-is "$?/$(mft_entries $m64)" "0/0" "job 64's ($m64) are wiped too"
+mft_wipe $m64
+rc=$?
+# shellcheck disable=SC2086
+is "$rc/$([ "$before" -gt 0 ]; echo $?)/$(mft_entries $m64)" "0/0/0" \
+	"job 64's $before MFT entries ($m64) are wiped too"
 run_ok "the master dies" "$IBMCAST_SIM" stop-sm --dir "$SIM_DIR" --sm 1
 # shellcheck disable=SC2086
 is "$(mft_entries $m61)/$(sm2 --json status | jq -r .server.sm_state)" \
