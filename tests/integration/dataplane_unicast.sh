@@ -30,6 +30,9 @@ ok "$([ -S "$IBMCAST_SIM_DATAPLANE" ] && [ -S "$IBMCAST_SIM_DATAPLANE_CTL" ]; ec
 # node1 to node16: far apart in the tree.
 dp_recv_bg "$tmp/r16" --node node16 --qkey 0x77 --count 3 --timeout-ms 3000
 read -r _ _ lid _ qpn _ < "$tmp/r16"
+# Endpoints while one is attached (the clean-up check below needs them
+# counted at all).
+live=$(dp_ctl status | jq .endpoints)
 dp_ctl reset > /dev/null
 "$DP_TOOL" send-uc --node node1 --lid "$lid" --qpn "$qpn" --qkey 0x77 \
 	--size 100 --count 3 > "$tmp/s1" 2>&1
@@ -93,7 +96,8 @@ ok "$([ "$bad" -ge 7 ]; echo $?)" "malformed messages are counted ($bad)"
 
 # Dead endpoints are cleaned up.
 wait_until 20 sh -c "[ \"\$('$IBMCAST_SIM' dataplane --dir '$SIM_DIR' status | jq .endpoints)\" = 0 ]"
-is "$(dp_ctl status | jq .endpoints)" 0 "endpoints that went away are cleaned up"
+is "$([ "${live:-0}" -ge 1 ]; echo $?)/$(dp_ctl status | jq .endpoints)" 0/0 \
+	"endpoints that went away are cleaned up ($live while a receiver was attached, none now)"
 
 pid=$(awk '{ print $1 }' "$SIM_DIR/pids/dataplane")
 sim_down "$SIM_DIR" > /dev/null
