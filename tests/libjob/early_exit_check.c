@@ -14,19 +14,32 @@
  * broadcast: its subtree gets no forward at all, not even the shape, and
  * must still get the data (from the root); the root, which never hears
  * the victim's ack, fails within the timeout.
- * Prints one line per rank: "rank R data ok barrier RC" (or "data BAD").
+ * Prints one line per rank: "rank R data ok barrier RC after MS ms
+ * repairs N retransmits N" (or "data BAD"): how long the barrier took to
+ * fail, and what this rank's communicator sent again (the root's repairs
+ * are what a victim's subtree lost under loss).
  *
  * Usage: early_exit_check VICTIM finalize|vanish|before LEN [ALGO]
  */
 #include "config.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "ibmcast/ibmcast.h"
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
 
 static unsigned char byte_at(size_t i)
 {
@@ -125,9 +138,17 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	if (!rc && !bad) {
+		ibmc_comm_stats_t st;
+		int64_t t0 = now_ms();
+
 		rc = ibmc_barrier(c);
-		printf("rank %d data ok barrier %s\n", rank,
-		       rc ? strerror(-rc) : "ok");
+		t0 = now_ms() - t0;
+		memset(&st, 0, sizeof(st));
+		ibmc_comm_get_stats(c, &st);
+		printf("rank %d data ok barrier %s after %lld ms repairs %llu retransmits %llu\n",
+		       rank, rc ? strerror(-rc) : "ok", (long long)t0,
+		       (unsigned long long)st.repairs,
+		       (unsigned long long)st.retransmits);
 		fflush(stdout);
 	}
 	ibmc_comm_free(c);
