@@ -11,9 +11,11 @@
 #           pk_start N ARG...  (pool_keep_check on node1..N in mode pool
 #                              with a pool of one group; RUN_PID)
 # Fabric:   pk_hca_gids N      (HCA_GIDS: "NAME GID" of the N nodes' ports)
-#           sa_nodes MGID      (the nodes the SA holds as members, sorted)
+#           sa_nodes MGID      (the nodes the SA holds as members, sorted;
+#                              fails if the SA did not answer)
 #           sa_members MGID, gone MGID
-#           nodes_are MGID NODES, members_are MGID N  (for wait_until)
+#           nodes_are MGID NODES, members_are MGID N  (for wait_until;
+#                              what the SA said in SA_SEEN)
 #           mft_nodes MLID     (the HCAs the MFTs deliver the MLID to)
 #           narrowed MGID MLID NODES  (SA members and MFT reach both NODES)
 # Run:      logged DIR REGEX   (the first match in DIR/out)
@@ -40,34 +42,59 @@ hca_gids() {
 # sa_nodes MGID: the nodes whose port the SA holds as a member of the
 # group, sorted, one trusted query per port (OpenSM's SM_Key, 1 by
 # default: others see one record without its port; and a whole table
-# does not fit the one MAD the simulated SA answers with).
+# does not fit the one MAD the simulated SA answers with). A port is not
+# a member only when the SA answered without its record (saquery exits 0
+# with none): a query that fails 3 times (no SA; a busy host's SA loses
+# one now and then, "Connection timed out") makes sa_nodes fail, printing
+# why, which no list of nodes equals.
 sa_nodes() {
-	local name gid
-	echo "$HCA_GIDS" | while read -r name gid; do
-		if on_fabric timeout 30 saquery --smkey 1 MCMR --mgid "$1" \
-			--gid "$gid" 2> /dev/null | grep -qiE 'portgid\.+fe80:'; then
-			echo "$name"
+	local name gid out rc nodes=()
+	while read -r name gid; do
+		for _ in 1 2 3; do
+			rc=0
+			out=$(on_fabric timeout 30 saquery --smkey 1 MCMR \
+				--mgid "$1" --gid "$gid" 2>&1 < /dev/null) || rc=$?
+			[ "$rc" != 0 ] || break
+			sleep 0.2
+		done
+		if [ "$rc" != 0 ]; then
+			echo "no answer from the SA about $name's port in 3 tries (saquery exit $rc: $(tail -n 1 <<< "$out"))"
+			return 1
 		fi
-	done | sort | paste -sd' '
+		if grep -qiE 'portgid\.+fe80:' <<< "$out"; then
+			nodes+=("$name")
+		fi
+	done <<< "$HCA_GIDS"
+	[ "${#nodes[@]}" = 0 ] || printf '%s\n' "${nodes[@]}" | sort | paste -sd' '
 }
 
+# sa_members MGID: how many ports the SA holds; fails, printing why, as
+# sa_nodes does.
 sa_members() {
-	sa_nodes "$1" | wc -w
+	local nodes
+	nodes=$(sa_nodes "$1") || { echo "$nodes"; return 1; }
+	wc -w <<< "$nodes"
 }
 
+# gone MGID: the SA answered, and holds no port of the group.
 gone() {
-	[ "$(sa_members "$1")" = 0 ]
+	local n
+	n=$(sa_members "$1") && [ "$n" = 0 ]
 }
 
 # nodes_are MGID NODES, members_are MGID N: what sa_nodes and sa_members
 # say, as commands for wait_until (which then asks the SA again on each
-# try).
+# try); the last answer stays in SA_SEEN, for a check of a group that
+# may be left soon after (asking again could see it already gone).
+SA_SEEN=
 nodes_are() {
-	[ "$(sa_nodes "$1")" = "$2" ]
+	SA_SEEN=$(sa_nodes "$1")
+	[ "$SA_SEEN" = "$2" ]
 }
 
 members_are() {
-	[ "$(sa_members "$1")" = "$2" ]
+	SA_SEEN=$(sa_members "$1")
+	[ "$SA_SEEN" = "$2" ]
 }
 
 # mft_nodes MLID: the HCAs the switches' MFTs deliver the MLID to, sorted.
@@ -94,11 +121,14 @@ step() {
 		{ diag "$(tail -n 30 "$1/out")"; bail_out "ranks never reached step $2"; }
 }
 
+# own_groups_held DIR: the groups the run created that the SA still
+# holds, or of which it did not tell (a failed query is no proof of a
+# group's absence).
 own_groups_held() {
-	local g
+	local g n
 	grep -oE 'created through the SA group ff12:1bcb:[0-9a-f:]+' "$1/out" |
 		awk '{ print $NF }' | sort -u | while read -r g; do
-		if [ "$(sa_members "$g")" -gt 0 ]; then echo "$g"; fi
+		if ! n=$(sa_members "$g") || [ "$n" -gt 0 ]; then echo "$g"; fi
 	done
 }
 
@@ -109,9 +139,13 @@ none_held() {
 # held_why DIR: for a failed check, which nodes still hold each group and
 # what the ranks said about groups (joins, leaves, failures).
 held_why() {
-	local g
+	local g nodes
 	for g in $(own_groups_held "$1"); do
-		diag "$g: still held by $(sa_nodes "$g")"
+		if nodes=$(sa_nodes "$g"); then
+			diag "$g: still held by $nodes"
+		else
+			diag "$g: $nodes"
+		fi
 		diag "$(grep -F "$g" "$1/out" | tail -n 20)"
 	done
 	diag "$(grep -E 'failed|left group|leave' "$1/out" | tail -n 20)"
