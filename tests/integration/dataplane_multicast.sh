@@ -19,7 +19,7 @@ need_file "$CTL" "tools/ibmcastctl"
 need_file "$DP_BIN" "sim-fabric/ibmcast-dataplane"
 need_file "$DP_TOOL" "tests/dataplane/dp_tool"
 
-plan 13
+plan 15
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/ibmcast-dpmc.XXXXXX")
 at_exit "rm -rf '$tmp'"
@@ -88,23 +88,65 @@ dp_mft_fresh "$mlid" >&2
 is "$(mlid_members)" "node1,node2,node3,node4" \
 	"the daemon's MFT view has exactly the job's nodes"
 kill "$vpid" 2> /dev/null
-sum=$(dp_ctl counters | jq '[.endpoints[] | select(.node == "node5" or .node == "node6") | .rx_packets] | add // 0')
-is "$sum" 0 "node5 and node6 received nothing"
+
+# rx56 TAG MGID MLID QKEY CTRL: counters reset; receivers on node5 and
+# node6 that wait for a third packet, so they are still attached (and
+# counted) when the counters are read, and one on CTRL, another node of
+# the group; node1 sends 2 packets once the daemon has read the MLID
+# afresh. Prints "N5 N6 C": the packets the daemon handed node5's and
+# node6's endpoints ("none": no endpoint attached there), read once CTRL
+# has both (so the sends were carried), and those CTRL got.
+rx56() {
+	local tag=$1 mgid=$2 mlid=$3 qkey=$4 ctrl=$5 n c r pids=()
+	dp_ctl reset > /dev/null
+	for n in 5 6; do
+		dp_recv_bg "$tmp/$tag.$n" --node node$n --mgid "$mgid" \
+			--mlid "$mlid" --count 3 --timeout-ms 60000
+		pids+=($!)
+	done
+	dp_recv_bg "$tmp/$tag.ctrl" --node "$ctrl" --mgid "$mgid" \
+		--mlid "$mlid" --count 2 --timeout-ms 20000
+	dp_mft_fresh "$mlid" >&2
+	"$DP_TOOL" send-mc --node node1 --mgid "$mgid" --mlid "$mlid" \
+		--qkey "$qkey" --count 2 > /dev/null
+	c=$(dp_got "$tmp/$tag.ctrl")
+	r=$(dp_ctl counters | jq -r '[("node5", "node6") as $n |
+		[.endpoints[] | select(.node == $n and .attached > 0) |
+		 .rx_packets] | if length == 0 then "none" else add end] |
+		map(tostring) | join(" ")')
+	kill "${pids[@]}" 2> /dev/null
+	printf '%s %s\n' "$r" "${c:-none}"
+}
+is "$(rx56 out "$mgid" "$mlid" "$qkey" node2)" "0 0 2" \
+	"node5 and node6, attached but not in the job, received nothing while node2 got both"
+# The same receivers in a group that has them: they do receive.
+"$CTL" reserve 22 --nodes 'node[1,5-7]' --groups 1 > /dev/null 2>&1
+read -r mgid22 mlid22 qkey22 <<< "$(group 22)"
+is "$(rx56 in "$mgid22" "$mlid22" "$qkey22" node7)" "2 2 2" \
+	"  ... while in job 22's group (node[1,5-7]) the same receivers get both"
+"$CTL" release 22 > /dev/null 2>&1
 
 # Q_Key: the receivers took any; a sender's wrong Q_Key still reaches them,
 # but not a QP with its own Q_Key.
 dp_recv_bg "$tmp/qk" --node node3 --qkey 0x5555 --mgid "$mgid" --mlid "$mlid" \
 	--count 1 --timeout-ms 10000
 dp_mft_fresh "$mlid"
+dp_ctl reset > /dev/null
 "$DP_TOOL" send-mc --node node1 --mgid "$mgid" --mlid "$mlid" --qkey 0x4444 > /dev/null
-is "$(dp_got "$tmp/qk")" 0 "multicast with a Q_Key the QP does not have is dropped"
+# (The fabric's own count shows the packet reached the QP and was refused
+# there, not lost on the way.)
+is "$(dp_got "$tmp/qk") $(dp_drop qkey)" "0 1" \
+	"multicast with a Q_Key the QP does not have is dropped (got, Q_Key drops)"
 
 # Released: nowhere again, once the daemon has re-read the MFTs.
 "$CTL" release 21 > /dev/null 2>&1
 wait_until 20 sh -c "[ -z \"\$('$IBMCAST_SIM' dataplane --dir '$SIM_DIR' status |
 	jq -r '.mlids[] | select(.mlid == $((mlid))) | .members[]')\" ]"
+dp_ctl reset > /dev/null
 is "$(round after "$mgid" "$mlid" "$qkey")" "0 0 0 0 0" \
 	"released: no node gets the group's packets"
+nr=$(dp_drop no_route)
+ok "$([ "$nr" -ge 2 ]; echo $?)" "  ... the fabric dropped them (no_route $nr)"
 
 # SA proxy: node7 joins a new group through the daemon (OpenSM creates
 # it), node8 joins it too; the MFTs then carry node7's packets to node8.
