@@ -5,7 +5,8 @@
 # where the SA and the switches' MFTs say a group reaches, and the steps
 # of tests/libjob/pool_keep_check.
 #
-# Set-up:   pk_need            (what every keeper test needs; PK: the program)
+# Set-up:   pk_need            (what every keeper test needs; PK: the program;
+#                              PK_SANITIZED: 1 in a sanitizer build)
 #           pk_fabric N RADIX JOB  (N hosts up, their env, the job,
 #                              HCA_GIDS; PK_DIR: the run's directory)
 #           pk_start N ARG...  (pool_keep_check on node1..N in mode pool
@@ -23,6 +24,8 @@
 #           own_groups_held DIR, none_held DIR (the job's own groups the
 #                              run created that the SA still holds)
 #           held_why DIR       (diagnostics: who holds them, what was said)
+#           pk_no_sanitizer_report DIR  (a check, only where PK_SANITIZED
+#                              is 1: plan 1 + PK_SANITIZED for it)
 # shellcheck shell=bash
 
 # hca_gids: "NAME GID" of every HCA's port (ibnetdiscover; the fabric's
@@ -159,11 +162,33 @@ pk_hca_gids() {
 }
 
 pk_need() {
+	local lib=$top_builddir/libjob/.libs/libibmcast.so libs
 	libjob_need
 	PK=$top_builddir/tests/libjob/pool_keep_check
 	need_file "$PK" "tests/libjob/pool_keep_check"
 	need_cmd saquery infiniband-diags
 	need_cmd jq jq
+	# The ranks run the library PK links: built with a sanitizer, its
+	# runtime is among its libraries (as lib-libjob.sh tells the MPI
+	# shim's). Only then can a sanitizer report appear at all.
+	need_file "$lib" libibmcast.so
+	libs=$(ldd "$lib" 2> /dev/null) || bail_out "ldd $lib failed"
+	PK_SANITIZED=0
+	if [[ $libs == *libasan* || $libs == *libubsan* ]]; then
+		PK_SANITIZED=1
+	fi
+}
+
+# pk_no_sanitizer_report DIR: in a sanitizer build, checks that the
+# ranks' output holds no sanitizer report; in a plain build it checks
+# nothing (and counts nothing): no report can appear there, and a check
+# that cannot fail would claim what was never looked at.
+pk_no_sanitizer_report() {
+	local re='AddressSanitizer|LeakSanitizer|runtime error'
+	[ "$PK_SANITIZED" = 1 ] || return 0
+	ok "$(! grep -qiE "$re" "$1/out"; echo $?)" \
+		"no sanitizer report (the ranks ran the sanitizer build)" ||
+		diag "$(grep -iE -A 8 "$re" "$1/out" | head -n 40)"
 }
 
 # In the test's shell, not a subshell: the fabric, its env and the job
