@@ -51,6 +51,7 @@ struct report {
 	uint64_t barriers;	/* the communicator's own count */
 	uint64_t packets;
 	uint64_t pulls;
+	uint64_t last_pulls;	/* ... of them in the last barrier */
 	uint64_t timeouts;
 	/* Modeled ns this rank spent in the timed barriers, back to back
 	 * (ibmc_sim_return_ns(3)); 0 off the simulated fabric. */
@@ -334,7 +335,7 @@ int main(int argc, char **argv)
 	char ebuf[NAME_LEN], mbuf[160];
 	const char *want, *why = NULL;
 	int rc, i, p, done, bad = 0, viol = 0, mism = 0, fails = 0;
-	uint64_t model0 = 0, model1 = 0;
+	uint64_t model0 = 0, model1 = 0, pulls0 = 0;
 	bool model_ok;
 
 	memset(&o, 0, sizeof(o));
@@ -371,6 +372,10 @@ int main(int argc, char **argv)
 			model_ok = !ibmc_sim_return_ns(ctx, &model0);
 		if (o.skew_us && rand_r(&seed) % 4 == 0)
 			usleep((useconds_t)(rand_r(&seed) % o.skew_us));
+		/* What the last barrier alone asked again: a test that
+		 * drops one of its messages shows the drop landed there. */
+		if (done == o.iters - 1 && !ibmc_comm_get_stats(comm, &st))
+			pulls0 = st.pulls;
 		if (done == o.break_at && bs.size > 1)
 			rc = broken_barrier(comm, &rec[2 * done]);
 		else
@@ -391,6 +396,8 @@ int main(int argc, char **argv)
 		me.barriers = st.barriers;
 		me.packets = st.packets_sent;
 		me.pulls = st.pulls;
+		if (done >= o.iters - 1)	/* it entered the last one */
+			me.last_pulls = st.pulls - pulls0;
 		me.timeouts = st.timeouts;
 	}
 	/* A program computing outside the library after its last barrier. */
@@ -420,7 +427,8 @@ int main(int argc, char **argv)
 		die("gathering the records: %s", ibmc_strerror(rc));
 
 	if (bs.rank == 0) {
-		uint64_t packets = 0, pulls = 0, timeouts = 0, model_max = 0;
+		uint64_t packets = 0, pulls = 0, last_pulls = 0, timeouts = 0;
+		uint64_t model_max = 0;
 		bool modeled = true;
 		int mindone = o.iters;
 
@@ -460,6 +468,7 @@ int main(int argc, char **argv)
 				model_max = all[i].model_ns;
 			packets += all[i].packets;
 			pulls += all[i].pulls;
+			last_pulls += all[i].last_pulls;
 			timeouts += all[i].timeouts;
 		}
 		viol = violations(allrec, bs.size, o.iters, mindone, lat);
@@ -475,8 +484,9 @@ int main(int argc, char **argv)
 		       all[0].algo, o.iters, mindone, viol, mism, fails,
 		       bad ? "FAIL" : "ok");
 		printf("stats packets=%" PRIu64 " packets_per_barrier=%.1f "
-		       "pulls=%" PRIu64 " timeouts=%" PRIu64 "\n", packets,
-		       (double)packets / o.iters, pulls, timeouts);
+		       "pulls=%" PRIu64 " last_pulls=%" PRIu64
+		       " timeouts=%" PRIu64 "\n", packets,
+		       (double)packets / o.iters, pulls, last_pulls, timeouts);
 		if (o.timing && mindone > o.warmup) {
 			int n = mindone - o.warmup;
 			int64_t *s = lat + o.warmup;
