@@ -91,6 +91,7 @@ struct ibmc_comm {
 	struct ibmc__task *tasks;	/* in flight, oldest first */
 	struct ibmc__task *lingering;	/* completed, newest first */
 	int nlinger;
+	int64_t linger_next;		/* us: the first of them to expire */
 	struct ibmc__stages *stages;	/* calls of several stages in
 					 * flight (stages.h), oldest first */
 

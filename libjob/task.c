@@ -58,13 +58,18 @@ static void task_free(struct ibmc__task *t)
 	free(t);
 }
 
-/* Drop lingering tasks beyond the bound or past their time. */
+/* Drop lingering tasks beyond the bound or past their time, and note when
+ * the first of the others expires: progress passes come thousands of
+ * times a second on every communicator, and walking each one's lingering
+ * list on every pass took a third of a waiting rank's CPU in a mix of
+ * small collectives on 129 communicators. */
 static void trim_lingering(struct ibmc_comm *c, int64_t now)
 {
 	struct ibmc__task **pp = &c->lingering, *t;
 	size_t bytes = 0;
 	int n = 0;
 
+	c->linger_next = INT64_MAX;
 	while ((t = *pp)) {
 		if (n >= LINGER_MAX || now >= t->linger_until ||
 		    (n >= LINGER_MIN && bytes + t->args.len > LINGER_BYTES)) {
@@ -75,6 +80,8 @@ static void trim_lingering(struct ibmc_comm *c, int64_t now)
 		}
 		n++;
 		bytes += t->args.len;
+		if (t->linger_until < c->linger_next)
+			c->linger_next = t->linger_until;
 		pp = &t->next;
 	}
 }
@@ -370,7 +377,7 @@ int64_t ibmc__progress_all(struct ibmc_context *ctx, int64_t now)
 			if (td < d)
 				d = td;
 		}
-		if (c->lingering)
+		if (c->lingering && now >= c->linger_next)
 			trim_lingering(c, now);
 		if (c->zombie && !c->tasks && !c->lingering && !c->stages)
 			ibmc__comm_destroy(c);	/* nothing owed any more */
