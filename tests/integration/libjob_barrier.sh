@@ -143,8 +143,10 @@ idle_peer() {	# MSG ALGO FIRST-LAST DROPS
 		drops=$(dp_ctl counters | jq '.drops.pattern')
 		dp_ctl clear > /dev/null
 		last=$(field last_pulls) all=$(field pulls)
-		[ "$rc" = 0 ] && { [ "${last:-0}" = 0 ] ||
-			[ "${all:-0}" != "$last" ]; } || break
+		if [ "$rc" != 0 ] ||
+		   { [ "${last:-0}" != 0 ] && [ "${all:-0}" = "$last" ]; }; then
+			break
+		fi
 		diag "try $try: pulls $all, $last of them in the last barrier (pattern drops $drops): nothing shows the drop hit the last barrier"
 	done
 	ok "$rc" "$1"
