@@ -209,6 +209,21 @@ pool_groups() {
 			   print s, b }'
 }
 
+# grown_groups OUT: from libibmcast's lines in OUT (IBMCAST_LOG_LEVEL=info
+# or debug), "SWITCHED SPLIT" for the communicators that took a grown
+# group (none of the pool's was free): how many two or more ranks reported
+# switching to the group rank 0 grew and offered, and how many of those
+# switched at different collectives (rank 0 decides one collective for all
+# members, once each answered that it attached).
+grown_groups() {
+	sed -n 's/.*libibmcast: rank \([0-9]*\): communicator \([0-9a-f]*\) multicasts from collective #\([0-9]*\) on .*/\2 \1 \3/p' "$1" |
+		awk '{ n[$1]++; if (!($1 in k)) k[$1] = $3; else if (k[$1] != $3) bad[$1] = 1 }
+		     END { s = 0; b = 0
+			   for (c in n) if (n[c] > 1) s++
+			   for (c in bad) b++
+			   print s, b }'
+}
+
 # late_mpi_waited OUT: the seconds late_mpi's rank 0 waited in its four
 # collectives (tests/mpi/late_mpi.c).
 late_mpi_waited() {

@@ -269,6 +269,7 @@ rsum=$(summary "$tmp/threads.out" MPI_Barrier)
 diag "$csum"
 diag "$tsum"
 read -r tshared tsplit < <(pool_groups "$tmp/threads.out")
+read -r tgrown tgsplit < <(grown_groups "$tmp/threads.out")
 # (Under MPI_THREAD_MULTIPLE a communicator is mapped at its first
 # blocking collective: world and the 4 the threads made at least, the
 # dups only if Open MPI ran a blocking collective of the four on them.
@@ -277,10 +278,17 @@ tmapped=$(field "$csum" "mapped")
 ok "$([ "${tmapped:-0}" -ge 5 ] &&
       [ "$(field "$csum" "left to the previous")" = 0 ]; echo $?)" \
 	"threads_ompi: rank 0 mapped ${tmapped:-no} communicators (world and the 4 made by threads at once at least), none failed"
+# The communicators the threads made took a group each: of those mapped
+# with a group (a pool group, or one grown once the pool's 4 were taken),
+# all but world (its pool group taken at MPI_Init) and any dup mapped
+# beside them (tmapped - 5) are the threads'. World's group alone does
+# not count, nor a "0 split" over no thread's communicator.
+tthreads=$(( ${tshared:-0} + ${tgrown:-0} - (${tmapped:-5} - 4) ))
 ok "$([ "$(through "$rsum")" = 80 ] && [ "$(through "$tsum")" -ge 81 ] &&
       [ "$(field "$tsum" "passed to the previous")" = 0 ] &&
-      [ "${tshared:-0}" -ge 1 ] && [ "$tsplit" = 0 ]; echo $?)" \
-	"threads_ompi: every barrier and allreduce through libibmcast, the members of each of ${tshared:-no} communicators with a pool group took the same one (${tsplit:-?} split)"
+      [ "$tthreads" -ge 4 ] && [ "$tsplit" = 0 ] && [ "$tgsplit" = 0 ]; echo $?)" \
+	"threads_ompi: every barrier and allreduce through libibmcast; the 4 communicators the threads made took a group each ($tthreads: of ${tshared:-no} communicators with a pool group and ${tgrown:-no} with a grown one, world and dups aside), the same on all their members (${tsplit:-?} and ${tgsplit:-?} split)" ||
+	diag "$(grep -E 'libibmcast: rank 0: communicator [0-9a-f]+( \(| multicasts|: grew)' "$tmp/threads.out")"
 
 # threads_coll_mpi (see mpi_shim.sh): 4 threads per rank run broadcasts,
 # allreduces, allgathers and barriers on their own duplicate of
@@ -293,6 +301,7 @@ is "$rc/$(grep -cE '^threads_coll_mpi: rank [0-9]+: 2400 calls, 0 errors$' "$tmp
 	"0/$NRANKS" "threads_coll_ompi: 4 threads at once on 4 communicators, every result right" ||
 	diag "$(grep -v ' ok$' "$tmp/threads_coll.out" | grep -v 'libibmcast: rank' | tail -n 20)"
 read -r cshared csplit < <(pool_groups "$tmp/threads_coll.out")
+read -r cgrown cgsplit < <(grown_groups "$tmp/threads_coll.out")
 ok "$(for c in MPI_Bcast MPI_Barrier MPI_Allreduce MPI_Allgather; do
 	l=$(summary "$tmp/threads_coll.out" "$c")
 	[ "$(field "$l" "passed to the previous")" = 0 ] &&
@@ -308,10 +317,11 @@ ok "$(for c in MPI_Bcast MPI_Barrier MPI_Allreduce MPI_Allgather; do
 # once left a duplicate without one (point-to-point, still right). Before
 # the rounds offered one group each, a thread offered every free group,
 # the first on each rank held them all, and 0 to 2 duplicates got one.
-# What must always hold: every group taken is the same on all members.)
-ok "$([ "${cshared:-0}" -ge 3 ] && [ "$csplit" = 0 ] &&
+# What must always hold: every group taken is the same on all members,
+# a grown one too, which a duplicate left without a pool group takes.)
+ok "$([ "${cshared:-0}" -ge 3 ] && [ "$csplit" = 0 ] && [ "$cgsplit" = 0 ] &&
       [ "$(rx_minus_tx)" -gt 0 ]; echo $?)" \
-	"  world and ${cshared:+$((cshared - 1))} of the duplicates took a pool group (of the job's 4; at least 2 duplicates), the same on all members (${csplit:-?} split); the data plane replicated multicast"
+	"  world and ${cshared:+$((cshared - 1))} of the duplicates took a pool group (of the job's 4; at least 2 duplicates), ${cgrown:-no} a grown one, the same on all members (${csplit:-?} and ${cgsplit:-?} split); the data plane replicated multicast"
 
 # --- MPI_Barrier -------------------------------------------------------------
 dp_ctl reset > /dev/null
