@@ -61,6 +61,11 @@ struct ibmc__live {
 	int64_t stalled;		/* us: time it did not run */
 	unsigned gen;			/* deaths learnt so far */
 	int self_dead;			/* others took this rank for dead */
+	/* A death needs a witness (watch): the last datagram from any
+	 * member, and the last probe of one asked for no other reason. */
+	int64_t heard_any;		/* us, liveness clock */
+	int64_t witness_asked;		/* us, liveness clock */
+	int witness;			/* context rank last asked */
 };
 
 int ibmc__live_init(struct ibmc_context *ctx)
@@ -119,6 +124,7 @@ void ibmc__live_heard(struct ibmc_context *ctx, int r)
 		return;
 	p = &ctx->live->peer[r];
 	p->heard = now_us(ctx->live);
+	ctx->live->heard_any = p->heard;
 	p->asked = 0;
 	p->nasked = 0;
 }
@@ -295,6 +301,44 @@ static void spread(struct ibmc_comm *c, uint32_t seq, int dead)
 	}
 }
 
+/*
+ * Before suspect (a context rank) is taken for dead: was anyone heard
+ * within half the bound? 1 when so, or when nobody can tell (no other rank, or none
+ * answered for three bounds: this rank is cut off, and its waits must
+ * still end). Else 0, and another live rank is asked, as a witness that
+ * the fabric carries this rank's probes and their answers: when the
+ * whole fabric stalls (a switch reset, a data plane off the CPU, a link
+ * flapping), every rank saw every other silent at once, and without
+ * this each took all the others for dead.
+ */
+static int witnessed(struct ibmc_comm *c, uint32_t seq, int suspect,
+		     int64_t asked, int64_t now)
+{
+	struct ibmc_context *ctx = c->ctx;
+	struct ibmc__live *l = ctx->live;
+	struct ibmc__hdr h;
+	int i, w;
+
+	if (now - l->heard_any < dead_us(ctx) / 2 ||
+	    now - asked >= 3 * dead_us(ctx))
+		return 1;
+	if (l->witness_asked && now - l->witness_asked < reask_us(ctx))
+		return 0;
+	for (i = 1; i <= ctx->size; i++) {
+		w = (l->witness + i) % ctx->size;
+		if (w != ctx->rank && w != suspect && !l->peer[w].dead)
+			break;
+	}
+	if (i > ctx->size)
+		return 1;		/* nobody else to ask */
+	l->witness = w;
+	l->witness_asked = now;
+	live_hdr(c, seq, IBMC__LIVE_ASK, &h);
+	c->st.probes_sent++;
+	ibmc__send_ctx(ctx, w, &h, NULL, 0);
+	return 0;
+}
+
 /* Member r of t's communicator, which t waits for: 0 while it is alive
  * (or not silent long enough to tell), -ESRCH once it is dead. now: on
  * the liveness clock. */
@@ -314,7 +358,8 @@ static int watch(struct ibmc__task *t, int r, int64_t now)
 		return -ESRCH;
 	if (p->heard && now - p->heard < QUIET_US)
 		return 0;
-	if (p->asked && now - p->asked >= dead_us(ctx)) {
+	if (p->asked && now - p->asked >= dead_us(ctx) &&
+	    witnessed(c, t->seq, cr, p->asked, now)) {
 		if (mark_dead(ctx, cr)) {
 			ibmc_log(IBMC_LOG_ERROR,
 				 "libibmcast: rank %d: communicator %08x: %s #%u: rank %d (node %s) answered no liveness probe for %d ms (IBMCAST_DEAD_MS): it is taken for dead (%u probes; last datagram from it %.1f s ago)",

@@ -16,7 +16,10 @@
  * survivor fails its collective too instead of waiting for a rank that
  * itself waits; any later collective on a communicator holding the dead
  * rank fails at once. A stopped process (SIGSTOP, a debugger) answers
- * nothing either: it is dead once the bound says so.
+ * nothing either: it is dead once the bound says so. A death needs a
+ * witness: a rank that heard nobody for half the bound asks another rank
+ * before it takes anyone for dead, so that a stalled fabric, in which
+ * every rank sees every other silent at once, is waited out.
  */
 #ifndef IBMCAST_LIBJOB_LIVE_H
 #define IBMCAST_LIBJOB_LIVE_H

@@ -4,7 +4,8 @@
 # a member that spends several times IBMCAST_DEAD_MS outside the library
 # before each of the four collectives is waited for, quietly, and every
 # result is right (one rank per node, two per node for the node-leader
-# algorithms, and under 5% loss); a member that vanishes, or stops
+# algorithms, and under 5% loss); a fabric that stalls for twice the
+# bound while they wait takes nobody for dead; a member that vanishes, or stops
 # (SIGSTOP), makes every survivor fail the collective with ESRCH within
 # IBMCAST_DEAD_MS plus a few seconds, and the next collective at once.
 # Control: with the old deadline (IBMCAST_BCAST_TIMEOUT_MS) shorter than
@@ -19,7 +20,7 @@
 libjob_need
 CHECK=$top_builddir/tests/libjob/live_check
 need_file "$CHECK" "tests/libjob/live_check"
-plan 23
+plan 24
 
 sim_up --hosts 8 --radix 8 || bail_out "fabric did not come up"
 # shellcheck disable=SC1091
@@ -71,6 +72,28 @@ dp_ctl set loss=0.05 seed=11 > /dev/null ||
 	bail_out "the data plane refused loss=0.05"
 late_run "5% loss" 8 1
 dp_ctl set loss=0 > /dev/null
+
+# The whole fabric stalls for twice the bound while the others wait for
+# the late rank (the data plane stopped: every probe and answer waits in
+# its queue): every rank saw every other silent at once. Nobody may take
+# anyone for dead, since nobody could hear anyone; with the witness rule
+# of live.c absent, all 8 ranks failed here.
+read -r dp_pid _ < "$SIM_DIR/pids/dataplane"
+SECONDS=0
+"$IBMCAST_RUN" -n 8 --nodes 'node[1-8]' --job 341 --timeout 120 -- \
+	"$CHECK" late 3 "$LATE" > "$SIM_DIR/stall.out" 2>&1 &
+run_pid=$!
+sleep 1.5
+kill -STOP "$dp_pid"
+sleep 2
+kill -CONT "$dp_pid"
+rc=0
+wait "$run_pid" || rc=$?
+OUT=$(cat "$SIM_DIR/stall.out")
+is "$rc/$(grep -c '^rank [0-9]* ok waited' <<< "$OUT")/$(grep -c 'error: .*dead' <<< "$OUT")" \
+	"0/8/0" \
+	"the fabric stalled for 2 s (2x IBMCAST_DEAD_MS) while 7 ranks waited for a late one: all 8 right, none taken for dead (${SECONDS}s)" ||
+	diag "$OUT"
 
 # Control: the deadline, set shorter than the lateness, fails the run.
 out=$(IBMCAST_BCAST_TIMEOUT_MS=1500 "$IBMCAST_RUN" -n 8 --nodes 'node[1-8]' \
