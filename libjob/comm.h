@@ -25,17 +25,6 @@ struct ibmc__switch;
 struct ibmc__reshape_req;
 struct ibmc__stages;
 
-/* A datagram kept for later: for a communicator not created yet, or for a
- * collective this rank has not entered yet. */
-struct ibmc__early {
-	struct ibmc__early *next;
-	uint32_t comm_id;
-	int is_mcast;
-	uint64_t model_ns;		/* modeled arrival (model.h) */
-	size_t len;
-	unsigned char data[];
-};
-
 struct ibmc_comm {
 	struct ibmc_context *ctx;
 	struct ibmc_comm *next;		/* in ctx->comms */
@@ -130,9 +119,7 @@ struct ibmc_comm {
 	struct ibmc__topo *topo;
 	struct ibmc__shm *shm;
 
-	struct ibmc__early *early;	/* for collectives not entered yet */
-	int early_count;
-	size_t early_bytes;
+	struct ibmc__early_q early;	/* for collectives not entered yet */
 	int replay_due;			/* some left for the next pump */
 
 	ibmc_comm_stats_t st;

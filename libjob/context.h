@@ -16,7 +16,26 @@
 #include "libjob/transport.h"
 
 struct ibmc_comm;
-struct ibmc__early;
+/* A datagram kept for later: for a communicator not created yet, or for a
+ * collective this rank has not entered yet. */
+struct ibmc__early {
+	struct ibmc__early *next;
+	uint32_t comm_id;
+	int is_mcast;
+	uint64_t model_ns;		/* modeled arrival (model.h) */
+	size_t len;
+	unsigned char data[];
+};
+
+/* Kept datagrams in arrival order. The tail makes keeping one O(1): a
+ * context's queue fills to thousands with the traffic of communicators
+ * of other processes that share its groups, and walking it for each
+ * datagram kept took a waiting rank's CPU (dispatch.c). */
+struct ibmc__early_q {
+	struct ibmc__early *head, *tail;
+	int count;
+	size_t bytes;
+};
 struct ibmc__reshape_req;
 struct ibmc__pk;
 struct ibmc__prk;
@@ -98,9 +117,7 @@ struct ibmc_context {
 
 	pthread_mutex_t lock;		/* everything below and every comm */
 	struct ibmc_comm *comms;	/* list of live communicators */
-	struct ibmc__early *early;	/* packets for unknown communicators */
-	size_t early_bytes;
-	int early_count;
+	struct ibmc__early_q early;	/* for unknown communicators */
 	uint64_t dropped;		/* datagrams that were not ours */
 	uint64_t received;		/* datagrams received */
 

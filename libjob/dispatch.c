@@ -38,22 +38,41 @@ static struct ibmc__early *keep(const struct ibmc_context *ctx,
 	return e;
 }
 
-static void append(struct ibmc__early **list, struct ibmc__early *e)
+static void push(struct ibmc__early_q *q, struct ibmc__early *e)
 {
-	while (*list)
-		list = &(*list)->next;
-	*list = e;
+	e->next = NULL;
+	if (q->tail)
+		q->tail->next = e;
+	else
+		q->head = e;
+	q->tail = e;
+	q->count++;
+	q->bytes += e->len;
 }
 
-void ibmc__early_free(struct ibmc__early **list)
+/* Unlink e, whose predecessor is prev (NULL: e is the head). */
+static void unlink_after(struct ibmc__early_q *q, struct ibmc__early *prev,
+			 struct ibmc__early *e)
+{
+	if (prev)
+		prev->next = e->next;
+	else
+		q->head = e->next;
+	if (q->tail == e)
+		q->tail = prev;
+	q->count--;
+	q->bytes -= e->len;
+}
+
+void ibmc__early_free(struct ibmc__early_q *q)
 {
 	struct ibmc__early *e, *n;
 
-	for (e = *list; e; e = n) {
+	for (e = q->head; e; e = n) {
 		n = e->next;
 		free(e);
 	}
-	*list = NULL;
+	memset(q, 0, sizeof(*q));
 }
 
 /* Collectives this rank has not entered yet whose datagrams are kept:
@@ -113,17 +132,14 @@ static void comm_input(struct ibmc_comm *comm, const void *data, size_t len,
 		 * a call it made that has not started yet. */
 		struct ibmc__early *e;
 
-		if (comm->early_count >= EARLY_MAX_COUNT ||
-		    comm->early_bytes + len > EARLY_MAX_BYTES) {
+		if (comm->early.count >= EARLY_MAX_COUNT ||
+		    comm->early.bytes + len > EARLY_MAX_BYTES) {
 			comm->st.stale_dropped++;
 			return;
 		}
 		e = keep(comm->ctx, data, len, comm->id, is_mcast);
-		if (!e)
-			return;
-		append(&comm->early, e);
-		comm->early_count++;
-		comm->early_bytes += len;
+		if (e)
+			push(&comm->early, e);
 		return;
 	}
 	comm->st.stale_dropped++;
@@ -165,23 +181,18 @@ static void deliver(struct ibmc_context *ctx, const void *data, size_t len,
 	}
 	/* A communicator not created here yet (or a foreign one sharing the
 	 * group): keep a bounded number, the sender retransmits the rest. */
-	while (ctx->early && (ctx->early_count >= EARLY_MAX_COUNT ||
-			      ctx->early_bytes + len > EARLY_MAX_BYTES)) {
+	while (ctx->early.head && (ctx->early.count >= EARLY_MAX_COUNT ||
+				   ctx->early.bytes + len > EARLY_MAX_BYTES)) {
 		/* Full: the oldest go first (likely a foreign
 		 * communicator's traffic that nobody here will claim). */
-		e = ctx->early;
-		ctx->early = e->next;
-		ctx->early_count--;
-		ctx->early_bytes -= e->len;
+		e = ctx->early.head;
+		unlink_after(&ctx->early, NULL, e);
 		ctx->dropped++;
 		free(e);
 	}
 	e = keep(ctx, data, len, h.comm_id, is_mcast);
-	if (!e)
-		return;
-	append(&ctx->early, e);
-	ctx->early_count++;
-	ctx->early_bytes += len;
+	if (e)
+		push(&ctx->early, e);
 }
 
 static void deliver_pkt(struct ibmc_context *ctx,
@@ -230,16 +241,15 @@ int ibmc__pump(struct ibmc_context *ctx, int timeout_ms)
 
 void ibmc__replay_ctx(struct ibmc_context *ctx, struct ibmc_comm *comm)
 {
-	struct ibmc__early **pp = &ctx->early, *e;
+	struct ibmc__early *prev = NULL, *e, *next;
 
-	while ((e = *pp)) {
+	for (e = ctx->early.head; e; e = next) {
+		next = e->next;
 		if (e->comm_id != comm->id) {
-			pp = &e->next;
+			prev = e;
 			continue;
 		}
-		*pp = e->next;
-		ctx->early_count--;
-		ctx->early_bytes -= e->len;
+		unlink_after(&ctx->early, prev, e);
 		ibmc__model_input(ctx, e->model_ns);
 		comm_input(comm, e->data, e->len, e->is_mcast);
 		ibmc__model_input_done(ctx);
@@ -253,24 +263,19 @@ void ibmc__replay_ctx(struct ibmc_context *ctx, struct ibmc_comm *comm)
 void ibmc__replay_comm(struct ibmc_comm *comm)
 {
 	struct ibmc_context *ctx = comm->ctx;
-	struct ibmc__early *list = comm->early, *e;
+	struct ibmc__early *list = comm->early.head, *e;
 
 	/* Detach first: datagrams still ahead are kept again in order. */
-	comm->early = NULL;
-	comm->early_count = 0;
-	comm->early_bytes = 0;
+	memset(&comm->early, 0, sizeof(comm->early));
 	comm->replay_due = 0;
 	while ((e = list)) {
-		if (ibmc__model_busy(ctx)) {
-			comm->replay_due = 1;
-			for (; e; e = e->next) {
-				comm->early_count++;
-				comm->early_bytes += e->len;
-			}
-			append(&comm->early, list);
-			return;
-		}
 		list = e->next;
+		if (ibmc__model_busy(ctx)) {
+			/* The rest after those kept again meanwhile. */
+			comm->replay_due = 1;
+			push(&comm->early, e);
+			continue;
+		}
 		ibmc__model_input(ctx, e->model_ns);
 		comm_input(comm, e->data, e->len, e->is_mcast);
 		ibmc__model_input_done(ctx);

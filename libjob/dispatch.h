@@ -23,6 +23,6 @@ void ibmc__replay_ctx(struct ibmc_context *ctx, struct ibmc_comm *comm);
 void ibmc__replay_comm(struct ibmc_comm *comm);
 
 /* Free kept datagrams. */
-void ibmc__early_free(struct ibmc__early **list);
+void ibmc__early_free(struct ibmc__early_q *q);
 
 #endif
