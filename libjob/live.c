@@ -324,12 +324,12 @@ static int witnessed(struct ibmc_comm *c, uint32_t seq, int suspect,
 		return 1;
 	if (l->witness_asked && now - l->witness_asked < reask_us(ctx))
 		return 0;
-	for (i = 1; i <= ctx->size; i++) {
+	for (i = 1, w = -1; i <= ctx->size && w < 0; i++) {
 		w = (l->witness + i) % ctx->size;
-		if (w != ctx->rank && w != suspect && !l->peer[w].dead)
-			break;
+		if (w == ctx->rank || w == suspect || l->peer[w].dead)
+			w = -1;
 	}
-	if (i > ctx->size)
+	if (w < 0)
 		return 1;		/* nobody else to ask */
 	l->witness = w;
 	l->witness_asked = now;
