@@ -144,7 +144,7 @@ gone_run() {
 	like "$next" "^$((n - 1)) 0(\\.[0-4])?\$" \
 		"  ... and the next collective fails at once on every survivor (count, slowest s: $next)" ||
 		diag "$OUT"
-	like "$(grep -m1 'answered no liveness probe' <<< "$OUT")" \
+	like "$(grep -m1 'error: .*answered no liveness probe' <<< "$OUT")" \
 		'rank 5 \(node node[0-9]+\)' \
 		"  ... the error names the dead rank and its node" ||
 		diag "$OUT"

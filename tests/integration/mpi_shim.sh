@@ -616,6 +616,6 @@ is "$(late_mpi_dead "$tmp/dead.out" "$pf")" \
 	"$((NRANKS - 1))/$((NRANKS - 1))" \
 	"late_mpi: rank 1 dies: each survivor's MPI_Barrier returns MPIX_ERR_PROC_FAILED ($pf) within 6 s, the next MPI_Bcast at once (mpiexec exits $rc)" ||
 	diag "$(tail -n 30 "$tmp/dead.out")"
-like "$(grep -m1 'answered no liveness probe' "$tmp/dead.out")" \
+like "$(grep -m1 'error: .*answered no liveness probe' "$tmp/dead.out")" \
 	'rank 1 \(node node2\)' "  ... and the error names the dead rank and its node" ||
 	diag "$(tail -n 30 "$tmp/dead.out")"

@@ -612,6 +612,6 @@ is "$(late_mpi_dead "$tmp/dead.out" 16)" \
 	"$((NRANKS - 1))/$((NRANKS - 1))" \
 	"late_ompi: rank 1 dies: each survivor's MPI_Barrier returns MPI_ERR_OTHER within 6 s, the next MPI_Bcast at once (mpirun exits $rc)" ||
 	diag "$(tail -n 30 "$tmp/dead.out")"
-like "$(grep -m1 'answered no liveness probe' "$tmp/dead.out")" \
+like "$(grep -m1 'error: .*answered no liveness probe' "$tmp/dead.out")" \
 	'rank 1 \(node node2\)' "  ... and the error names the dead rank and its node" ||
 	diag "$(tail -n 30 "$tmp/dead.out")"
