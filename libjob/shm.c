@@ -209,18 +209,25 @@ void ibmc__shm_free(struct ibmc__shm *s)
 	free(s);
 }
 
+/* Whether local rank i's written (which 0) or copied (1) flag reached
+ * stamp. */
+static int flag_reached(const struct ibmc__shm *s, int i, int which,
+			uint32_t stamp)
+{
+	uint32_t f = atomic_load_explicit(which ? &s->hdr->flag[i].copied :
+					  &s->hdr->flag[i].written,
+					  memory_order_acquire);
+
+	return ibmc__stamp_reached(f, stamp);
+}
+
 static int count(const struct ibmc__shm *s, int nlocal, int which,
 		 uint32_t stamp)
 {
 	int i, n = 0;
-	uint32_t f;
 
-	for (i = 0; i < nlocal; i++) {
-		f = atomic_load_explicit(which ? &s->hdr->flag[i].copied :
-					 &s->hdr->flag[i].written,
-					 memory_order_acquire);
-		n += ibmc__stamp_reached(f, stamp);
-	}
+	for (i = 0; i < nlocal; i++)
+		n += flag_reached(s, i, which, stamp);
 	return n;
 }
 
@@ -243,6 +250,21 @@ void ibmc__shm_moved(struct ibmc__shm_call *k)
 	k->moved_ms = ibmc__now_ms();
 }
 
+int ibmc__shm_take(struct ibmc__shm_call *k, struct ibmc_comm *c,
+		   size_t need)
+{
+	int rc;
+
+	k->wait = IBMC__SHM_WAIT_NONE;	/* its own earlier call */
+	rc = ibmc__shm_my_turn(k);
+	if (rc)
+		return rc;
+	rc = ibmc__shm_ensure(c, need, k->stamp);
+	if (rc == IBMC_INPROGRESS)
+		k->wait = IBMC__SHM_WAIT_LEADER;
+	return rc;
+}
+
 int ibmc__shm_leader_word(struct ibmc__shm_call *k, int64_t *beat,
 			  uint32_t *steps)
 {
@@ -250,9 +272,13 @@ int ibmc__shm_leader_word(struct ibmc__shm_call *k, int64_t *beat,
 	uint64_t w;
 	int64_t b;
 
+	/* Its caller wants more from the leader until it ends the call. */
+	k->wait = IBMC__SHM_WAIT_LEADER;
 	w = atomic_load_explicit(&h->failed, memory_order_acquire);
-	if ((uint32_t)(w >> 32) == k->stamp && (uint32_t)w)
+	if ((uint32_t)(w >> 32) == k->stamp && (uint32_t)w) {
+		k->wait = IBMC__SHM_WAIT_NONE;
 		return -(int)(uint32_t)w;
+	}
 	b = atomic_load_explicit(&h->beat, memory_order_relaxed);
 	if (b != *beat) {
 		*beat = b;
@@ -280,8 +306,20 @@ int ibmc__shm_my_turn(struct ibmc__shm_call *k)
 
 void ibmc__shm_call_end(struct ibmc__shm_call *k)
 {
+	k->wait = IBMC__SHM_WAIT_NONE;
 	if (k->shm && ibmc__stamp_reached(k->stamp, k->shm->finished))
 		k->shm->finished = k->stamp;
+}
+
+/* The call now waits for flag which of one local rank (local >= 0) or
+ * of all of them to reach stamp. */
+static void waiting(struct ibmc__shm_call *k, int local, int which,
+		    uint32_t stamp)
+{
+	k->wait = local >= 0 ? IBMC__SHM_WAIT_ONE : IBMC__SHM_WAIT_FLAGS;
+	k->wait_local = local;
+	k->wait_which = which;
+	k->wait_stamp = stamp;
 }
 
 int ibmc__shm_wait_all(struct ibmc__shm_call *k, int nlocal, int which,
@@ -293,9 +331,23 @@ int ibmc__shm_wait_all(struct ibmc__shm_call *k, int nlocal, int which,
 		k->nseen = n;
 		ibmc__shm_moved(k);
 	}
-	if (n < nlocal)
+	if (n < nlocal) {
+		waiting(k, -1, which, stamp);
 		return IBMC_INPROGRESS;
+	}
 	k->nseen = 0;
+	k->wait = IBMC__SHM_WAIT_NONE;
+	return 0;
+}
+
+int ibmc__shm_wait_one(struct ibmc__shm_call *k, int local, int which,
+		       uint32_t stamp)
+{
+	if (!flag_reached(k->shm, local, which, stamp)) {
+		waiting(k, local, which, stamp);
+		return IBMC_INPROGRESS;
+	}
+	k->wait = IBMC__SHM_WAIT_NONE;
 	return 0;
 }
 
@@ -306,17 +358,35 @@ int ibmc__shm_wait_free(struct ibmc__shm_call *k, int nlocal)
 	return ibmc__shm_wait_all(k, nlocal, 1, k->stamp - 1);
 }
 
-int ibmc__shm_waits_for(struct ibmc_comm *c, int *ranks, int max)
+int ibmc__shm_waits_for(const struct ibmc__shm_call *k, struct ibmc_comm *c,
+			int *ranks, int max)
 {
 	const struct ibmc__topo *tp = ibmc__comm_topo(c);
+	const int *local;
 	int i, n = 0;
 
-	if (!tp)
+	if (!tp || !k->shm || max < 1)
 		return 0;
-	for (i = tp->first[tp->my_node]; i < tp->first[tp->my_node + 1] &&
-	     n < max; i++)
-		if (tp->ranks[i] != c->rank)
-			ranks[n++] = tp->ranks[i];
+	local = tp->ranks + tp->first[tp->my_node];	/* leader first */
+	switch (k->wait) {
+	case IBMC__SHM_WAIT_LEADER:
+		if (tp->local_rank)
+			ranks[n++] = local[0];
+		break;
+	case IBMC__SHM_WAIT_ONE:
+		if (k->shm->hdr && k->wait_local != tp->local_rank &&
+		    !flag_reached(k->shm, k->wait_local, k->wait_which,
+				  k->wait_stamp))
+			ranks[n++] = local[k->wait_local];
+		break;
+	case IBMC__SHM_WAIT_FLAGS:
+		for (i = 0; k->shm->hdr && i < tp->local_size && n < max; i++)
+			if (i != tp->local_rank &&
+			    !flag_reached(k->shm, i, k->wait_which,
+					  k->wait_stamp))
+				ranks[n++] = local[i];
+		break;
+	}
 	return n;
 }
 

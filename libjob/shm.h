@@ -96,6 +96,20 @@ struct ibmc__shm_call {
 	uint32_t stamp;
 	int nseen;			/* flags seen at the last look */
 	int64_t moved_ms;
+	/* What the call waits for on its node at its last look, for
+	 * liveness (ibmc__shm_waits_for): never a rank that is done. */
+	int wait;			/* enum ibmc__shm_wait */
+	int wait_which;			/* 0 written, 1 copied */
+	int wait_local;			/* IBMC__SHM_WAIT_ONE: whose */
+	uint32_t wait_stamp;		/* ... flags must reach this */
+};
+
+enum ibmc__shm_wait {
+	IBMC__SHM_WAIT_NONE,		/* nobody on the node (itself, the
+					 * network, or nothing) */
+	IBMC__SHM_WAIT_FLAGS,		/* every local rank's flag */
+	IBMC__SHM_WAIT_ONE,		/* one local rank's flag */
+	IBMC__SHM_WAIT_LEADER,		/* its leader's word or segment */
 };
 
 /* Number the call on c's segment state (every local rank numbers the
@@ -113,6 +127,14 @@ void ibmc__shm_moved(struct ibmc__shm_call *k);
  * The wait counts as movement: the earlier call is bounded on its own.
  */
 int ibmc__shm_my_turn(struct ibmc__shm_call *k);
+
+/*
+ * The call's turn (ibmc__shm_my_turn), then a segment of at least need
+ * data bytes (ibmc__shm_ensure): 0, IBMC_INPROGRESS (a rank other than
+ * the leader may be waiting for its leader's new segment), -errno.
+ */
+int ibmc__shm_take(struct ibmc__shm_call *k, struct ibmc_comm *c,
+		   size_t need);
 
 /*
  * A local rank reads its leader's word for call k: 1 with *steps (what
@@ -133,13 +155,24 @@ void ibmc__shm_call_end(struct ibmc__shm_call *k);
 int ibmc__shm_wait_all(struct ibmc__shm_call *k, int nlocal, int which,
 		       uint32_t stamp);
 
+/* 0 when the written (which 0) or copied (1) flag of local rank local
+ * reached stamp, else IBMC_INPROGRESS. */
+int ibmc__shm_wait_one(struct ibmc__shm_call *k, int local, int which,
+		       uint32_t stamp);
+
 /* 0 when the call may write into the segment: it is the segment's first,
  * or every local rank took out what the previous call left there. */
 int ibmc__shm_wait_free(struct ibmc__shm_call *k, int nlocal);
 
-/* The node's other ranks of c (live.h: a local rank that died leaves
- * the node's calls waiting), at most max. */
-int ibmc__shm_waits_for(struct ibmc_comm *c, int *ranks, int max);
+/*
+ * The node's ranks of c that call k waits for now (live.h: a local rank
+ * that died leaves the node's calls waiting), at most max: those whose
+ * flag has not reached what the call's last look wanted, or its leader.
+ * Never a rank that is done with the call: it may have left the program,
+ * and a rank that left answers no probe.
+ */
+int ibmc__shm_waits_for(const struct ibmc__shm_call *k, struct ibmc_comm *c,
+			int *ranks, int max);
 
 /* 1 when nothing moved on the node for timeout_ms (0: never). */
 int ibmc__shm_stale(const struct ibmc__shm_call *k, int timeout_ms);

@@ -290,11 +290,8 @@ static int progress(struct ibmc__task *t, int64_t now)
 	while (rc == 0 && a->state != S_DONE) {
 		switch (a->state) {
 		case S_ATTACH:
-			rc = ibmc__shm_my_turn(&a->call);
-			if (!rc)
-				rc = ibmc__shm_ensure(t->comm,
-						      (size_t)t->comm->size *
-						      blen(t), a->call.stamp);
+			rc = ibmc__shm_take(&a->call, t->comm,
+					    (size_t)t->comm->size * blen(t));
 			break;
 		case S_FREE:
 			rc = gather_in(t, a);
@@ -397,7 +394,7 @@ static void fini(struct ibmc__task *t)
 }
 
 /* A leader in its steps: its transfers' peers; and, until the call is
- * done, the node's other ranks (live.h). */
+ * done, whom it waits for on its node (live.h). */
 static int waits_for(const struct ibmc__task *t, int *ranks, int max)
 {
 	const struct ag *a = t->priv;
@@ -406,7 +403,8 @@ static int waits_for(const struct ibmc__task *t, int *ranks, int max)
 	if (a->leader && a->state == S_STEPS)
 		n = ibmc__xfers_waits_for(&a->xs, ranks, max);
 	if (a->state != S_DONE)
-		n += ibmc__shm_waits_for(t->comm, ranks + n, max - n);
+		n += ibmc__shm_waits_for(&a->call, t->comm, ranks + n,
+					 max - n);
 	return n;
 }
 

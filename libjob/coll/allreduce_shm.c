@@ -206,10 +206,7 @@ static int progress(struct ibmc__task *t, int64_t now)
 	while (rc == 0 && s->state != S_DONE) {
 		switch (s->state) {
 		case S_ATTACH:
-			rc = ibmc__shm_my_turn(&s->call);
-			if (!rc)
-				rc = ibmc__shm_ensure(t->comm, need,
-						      s->call.stamp);
+			rc = ibmc__shm_take(&s->call, t->comm, need);
 			break;
 		case S_FREE:
 			rc = write_in(t, s);
@@ -306,8 +303,8 @@ static void fini(struct ibmc__task *t)
 	free(s);
 }
 
-/* The leaders' network reduce's peers while it runs; else the node's
- * other ranks (live.h). */
+/* The leaders' network reduce's peers while it runs; else whom it waits
+ * for on its node (live.h). */
 static int waits_for(const struct ibmc__task *t, int *ranks, int max)
 {
 	const struct ars *s = t->priv;
@@ -317,7 +314,7 @@ static int waits_for(const struct ibmc__task *t, int *ranks, int max)
 	if (s->state == S_NET && s->inner_on)
 		return s->inner.ops->waits_for ?
 		       s->inner.ops->waits_for(&s->inner, ranks, max) : 0;
-	return ibmc__shm_waits_for(t->comm, ranks, max);
+	return ibmc__shm_waits_for(&s->call, t->comm, ranks, max);
 }
 
 const struct ibmc__task_ops ibmc__allreduce_shm_ops = {

@@ -346,15 +346,16 @@ static void t_fini(struct ibmc__task *t)
 	free(b);
 }
 
-/* Whom the engine waits for, and on the node-leader layout the node's
- * other ranks while the node's part is not done (live.h). */
+/* Whom the engine waits for, and on the node-leader layout whom the
+ * node's part waits for until it is done (live.h). */
 static int t_waits_for(const struct ibmc__task *t, int *ranks, int max)
 {
 	const struct bcast_task *b = t->priv;
 	int n = 0;
 
 	if (b->node && !b->node_done)
-		n = ibmc__shm_waits_for(t->comm, ranks, max);
+		n = ibmc__shm_waits_for(&b->node->call, t->comm, ranks,
+					max);
 	if (engine(b) && !b->op.done)
 		n += ibmc__op_waits_for(&b->op, ranks + n, max - n);
 	return n;

@@ -106,11 +106,8 @@ static int enter(struct ibmc__bnode *n, struct ibmc__task *t)
 	int rc;
 
 	if (n->state == S_TURN) {
-		rc = ibmc__shm_my_turn(&n->call);
-		if (!rc)
-			rc = ibmc__shm_ensure(t->comm,
-					      algo_off(t->args.len) + TAIL,
-					      n->call.stamp);
+		rc = ibmc__shm_take(&n->call, t->comm,
+				    algo_off(t->args.len) + TAIL);
 		if (rc)
 			return rc;
 		n->state = S_IN;
@@ -177,14 +174,14 @@ static int lead(struct ibmc__bnode *n, struct ibmc__task *t,
 	struct ibmc__shm_flags *rf;
 	size_t len = t->args.len, avail;
 	uint64_t clock;
-	uint32_t algo, w;
+	uint32_t algo;
 	int rc, all;
 
 	if (n->root_local > 0 && !n->started) {
-		rf = &s->hdr->flag[n->root_local];
-		w = atomic_load_explicit(&rf->written, memory_order_acquire);
-		if (!ibmc__stamp_reached(w, n->call.stamp))
+		if (ibmc__shm_wait_one(&n->call, n->root_local, 0,
+				       n->call.stamp))
 			return IBMC_INPROGRESS;
+		rf = &s->hdr->flag[n->root_local];
 		if (rf->len != len) {
 			ibmc_log(IBMC_LOG_ERROR,
 				 "libibmcast: rank %d: communicator %08x: broadcast #%u: the root (rank %d) gives %llu bytes, this rank %zu: the ranks' arguments disagree",
