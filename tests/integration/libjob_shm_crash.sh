@@ -59,7 +59,7 @@ crash_case() {
 	kill -9 "$(cat "$dir/$victim.pid")"
 	wait "$runpid" || rc=$?
 	# Bounded by the 2 s broadcast timeout, with room for a loaded host,
-	# well before liveness (IBMCAST_DEAD_MS, 60 s) or --timeout would end
+	# well before liveness (IBMCAST_DEAD_MS, 10 s) or --timeout would end
 	# them.
 	is "$rc/$([ "$SECONDS" -le 30 ]; echo $?)" 0/0 \
 		"  ... rank $victim killed: every other rank returned from its call and exited (${SECONDS}s, timeout 2s; at most 30)" ||
