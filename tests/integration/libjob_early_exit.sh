@@ -1,10 +1,12 @@
 #!/bin/bash
 # SPDX-License-Identifier: BSD-3-Clause
 # A member that returned early from a broadcast and then leaves, through
-# ibmc_finalize or by vanishing as a crash does (no drain), on the
-# simulated fabric: every other member holds the root's data byte for
-# byte, including the victim's own subtree (repaired by the root when the
-# victim's forwards were lost), and the next collective, which
+# ibmc_finalize, by vanishing as a crash does (no drain), or killed by
+# SIGKILL under 5% loss (every broadcast algorithm, and a node leader in
+# the node-leader layout), on the simulated fabric: every other member
+# holds the root's data byte for byte, including the victim's own subtree
+# (repaired by the root when the victim's forwards were lost), and the
+# next collective, which
 # cannot complete without the victim, fails (timed out, or the victim found
 # dead) within IBMCAST_BCAST_TIMEOUT_MS plus slack instead of hanging or
 # completing. A member that vanished before the broadcast leaves its
@@ -20,7 +22,7 @@
 libjob_need
 CHECK=$top_builddir/tests/libjob/early_exit_check
 need_file "$CHECK" "tests/libjob/early_exit_check"
-plan 24
+plan 40
 
 sim_up --hosts 8 --radix 8 || bail_out "fabric did not come up"
 # shellcheck disable=SC1091
@@ -51,15 +53,22 @@ field() {
 	sed -nE "s/^rank $2 data ok barrier .* $3 ([0-9]+)( .*|$)/\\1/p" <<< "$1"
 }
 
-# case MODE LEN ALGO: 8 ranks, victim rank 4 (an inner node of the
-# binomial tree rooted at 0: ranks 5, 6 and 7 are its subtree). Sets OUT.
+# case MODE LEN ALGO [K]: 8 ranks, K a node (1), victim rank 4 (an inner
+# node of the binomial tree rooted at 0: ranks 5, 6 and 7 are its
+# subtree; at 2 a node, the leader of node3). Sets OUT. A killed victim
+# (SIGKILL) is the launcher's first failure (exit 137); -K keeps the
+# others going.
 case_run() {
-	local mode=$1 len=$2 algo=$3 rc=0
+	local mode=$1 len=$2 algo=$3 k=${4:-1} rc=0 want=0 keep=()
+	if [ "$mode" = kill ]; then
+		want=137 keep=(-K)
+	fi
 	SECONDS=0
-	OUT=$("$IBMCAST_RUN" -n 8 --nodes 'node[1-8]' --job 331 --timeout 60 \
+	OUT=$("$IBMCAST_RUN" "${keep[@]}" -n 8 -k "$k" --nodes 'node[1-8]' \
+		--job 331 --timeout 60 \
 		-- "$CHECK" 4 "$mode" "$len" "$algo" 2>&1) || rc=$?
-	is "$rc/$(grep -c "^rank 4 data ok left by $mode\$" <<< "$OUT")" 0/1 \
-		"$algo $len B, rank 4 leaves by $mode after returning: every rank exits 0 (${SECONDS}s)" ||
+	is "$rc/$(grep -c "^rank 4 data ok left by $mode\$" <<< "$OUT")" "$want/1" \
+		"$algo $len B, $k a node, rank 4 leaves by $mode after returning: every other rank exits 0 (${SECONDS}s)" ||
 		diag "$OUT"
 	is "$(grep -c '^rank [0-9]* data ok' <<< "$OUT")" 8 \
 		"  ... all 8 ranks, rank 4's subtree too, hold the data" ||
@@ -85,7 +94,6 @@ for seed in 3 5; do
 		"  ... under 5% loss (seed $seed) the root repaired ${r:-?} fragments" ||
 		diag "$(grep '^rank ' <<< "$OUT")"
 done
-dp_ctl set loss=0 > /dev/null
 
 # before_run LEN ALGO: rank 4 vanishes before the broadcast.
 before_run() {
@@ -102,3 +110,28 @@ before_run() {
 }
 before_run 20000 binomial
 before_run 100000 mcast
+
+# SIGKILL of rank 4 right after it returned, under 5% loss, for every
+# broadcast algorithm, and for the node-leader layout, where rank 4 leads
+# its node (rank 5 took the data from the node's segment before rank 4
+# could return, and the other leaders' subtree is repaired by the root).
+# The loss must land in the broadcast: the survivors sent something again.
+# Liveness instead of a deadline here (the library's default, with a
+# shorter bound): no broadcast fails for load alone (with the 3 s
+# deadline above, one node-leader run beside a loaded host timed out
+# before rank 4 was killed), and the barrier ends when rank 4 is found
+# dead: after a second of silence and then the bound.
+export IBMCAST_BCAST_TIMEOUT_MS=0 IBMCAST_DEAD_MS=3000
+BARRIER_MS=$((1000 + IBMCAST_DEAD_MS + 2000))
+dp_ctl set loss=0.05 seed=7 > /dev/null ||
+	bail_out "the data plane refused loss=0.05"
+for run in "binomial 1" "postal 1" "mcast 1" "shm_mcast 2"; do
+	read -r algo k <<< "$run"
+	case_run kill 100000 "$algo" "$k"
+	like "$(grep -c 'rank 4 (.*) was killed by signal 9' <<< "$OUT")/$(awk \
+		'/^rank [0-9]+ data ok barrier/ { n += $(NF - 2) + $NF }
+		END { print n + 0 }' <<< "$OUT")" '^1/[1-9]' \
+		"  ... rank 4 died by SIGKILL, and the loss reached the broadcast (repairs and retransmits > 0)" ||
+		diag "$OUT"
+done
+dp_ctl set loss=0 > /dev/null

@@ -6,9 +6,10 @@
  * that multicast reaches nobody and every member depends on its parent's
  * repairs) and a fence through the bootstrap, every rank broadcasts LEN
  * bytes from rank 0 and checks them; then the victim leaves at once,
- * either through ibmc_finalize (which finishes what it owes) or by
+ * either through ibmc_finalize (which finishes what it owes), by
  * vanishing with _exit(0), as a crash does on the wire (no drain, no
- * goodbye). The others then call a barrier, which cannot complete without
+ * goodbye), or killed (SIGKILL, sent to itself: no moment of delay
+ * between its return and its death). The others then call a barrier, which cannot complete without
  * the victim: it must fail within IBMCAST_BCAST_TIMEOUT_MS, never hang.
  * With "before" the victim vanishes after the fence, before the
  * broadcast: its subtree gets no forward at all, not even the shape, and
@@ -19,11 +20,12 @@
  * fail, and what this rank's communicator sent again (the root's repairs
  * are what a victim's subtree lost under loss).
  *
- * Usage: early_exit_check VICTIM finalize|vanish|before LEN [ALGO]
+ * Usage: early_exit_check VICTIM finalize|vanish|kill|before LEN [ALGO]
  */
 #include "config.h"
 
 #include <errno.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,8 +58,9 @@ int main(int argc, char **argv)
 	int victim, rank, rc, bad = 0;
 
 	if (argc < 4 || (strcmp(argv[2], "finalize") &&
-			 strcmp(argv[2], "vanish") && strcmp(argv[2], "before"))) {
-		fprintf(stderr, "usage: early_exit_check VICTIM finalize|vanish|before LEN [ALGO]\n");
+			 strcmp(argv[2], "vanish") && strcmp(argv[2], "kill") &&
+			 strcmp(argv[2], "before"))) {
+		fprintf(stderr, "usage: early_exit_check VICTIM finalize|vanish|kill|before LEN [ALGO]\n");
 		return 64;
 	}
 	victim = atoi(argv[1]);
@@ -131,6 +134,8 @@ int main(int argc, char **argv)
 		fflush(stdout);
 		if (!strcmp(argv[2], "vanish"))
 			_exit(0);
+		if (!strcmp(argv[2], "kill"))
+			raise(SIGKILL);
 		ibmc_comm_free(c);
 		ibmc_finalize(ctx);
 		ibmc_bootstrap_fini(&bs);
