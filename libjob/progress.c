@@ -10,9 +10,7 @@
  * the library, which then progresses everything itself, unless that
  * caller has taken nothing in for CALLER_STALE_US: a caller inside its
  * wait hook (the MPI's own progress engine) or off the CPU must not leave
- * liveness probes unanswered (under Open MPI on a heavily loaded host,
- * ranks waiting in a barrier answered none for tens of seconds, and the
- * others took them for dead).
+ * liveness probes unanswered.
  */
 #include "config.h"
 
@@ -29,9 +27,9 @@
 
 #define IDLE_MS 10		/* longest sleep */
 /* A caller inside the library that has taken nothing in for this long
- * (its wait hook runs the MPI's own progress engine, which can take that
- * long on a loaded host, or it lost the CPU) is helped: probes of its
- * liveness must still be answered, or the others take it for dead. */
+ * (its wait hook runs the MPI's own progress engine, or it lost the CPU)
+ * is helped: probes of its liveness must still be answered, or the others
+ * take it for dead. */
 #define CALLER_STALE_US 50000
 #define ARENA_WARM (64 * 1024)	/* what a few early packets need */
 
