@@ -305,11 +305,11 @@ static void spread(struct ibmc_comm *c, uint32_t seq, int dead)
  * Before suspect (a context rank) is taken for dead: was anyone heard
  * within half the bound? 1 when so, or when nobody can tell (no other
  * rank, or none answered for three bounds: this rank is cut off, and its
- * waits must still end). Else 0, and another live rank is asked, as a witness that
- * the fabric carries this rank's probes and their answers: when the
- * whole fabric stalls (a switch reset, a data plane off the CPU, a link
- * flapping), every rank saw every other silent at once, and without
- * this each took all the others for dead.
+ * waits must still end). Else 0, and another live rank is asked, as a
+ * witness that the fabric carries this rank's probes and their answers:
+ * when the whole fabric stalls (a switch reset, a data plane off the CPU,
+ * a link flapping), every rank saw every other silent at once, and
+ * without this each took all the others for dead.
  */
 static int witnessed(struct ibmc_comm *c, uint32_t seq, int suspect,
 		     int64_t asked, int64_t now)

@@ -308,10 +308,11 @@ diag "$tsum"
 read -r tshared tsplit < <(pool_groups "$tmp/threads.out")
 read -r tgrown tgsplit < <(grown_groups "$tmp/threads.out")
 # The communicators the threads made (MPI_Comm_create) that took a group
-# took the same one on all their members, and at least one did. The shim maps the 4 dups as the main thread makes them, before the
-# threads start and until they end: world and 3 dups hold the job's 4 pool
-# groups, the 4th dup grows one it never switches to (no collective runs
-# on it through the shim). So the threads' communicators are those that
+# took the same one on all their members, and at least one did. The shim
+# maps the 4 dups as the main thread makes them, before the threads start
+# and until they end: world and 3 dups hold the job's 4 pool groups, the
+# 4th dup grows one it never switches to (no collective runs on it
+# through the shim). So the threads' communicators are those that
 # switched to a grown group, plus any pool group beyond world's and the
 # dups' 4. World's group alone does not count, nor a "0 split" over no
 # thread's communicator. (Not all 4: a group grown for one may come

@@ -9,8 +9,10 @@
  * either through ibmc_finalize (which finishes what it owes), by
  * vanishing with _exit(0), as a crash does on the wire (no drain, no
  * goodbye), or killed (SIGKILL, sent to itself: no moment of delay
- * between its return and its death). The others then call a barrier, which cannot complete without
- * the victim: it must fail within IBMCAST_BCAST_TIMEOUT_MS, never hang.
+ * between its return and its death). The others then call a barrier,
+ * which cannot complete without the victim: it must fail within
+ * IBMCAST_BCAST_TIMEOUT_MS (or once liveness finds the victim dead),
+ * never hang.
  * With "before" the victim vanishes after the fence, before the
  * broadcast: its subtree gets no forward at all, not even the shape, and
  * must still get the data (from the root); the root, which never hears
