@@ -105,14 +105,11 @@ struct ibmc_context {
 	int nbar_cache;
 
 	/* The progress thread (progress.c): it moves collectives on while
-	 * no caller is inside the library (in_call counts those), or while
-	 * the one inside has not taken in what arrived for a while (pumped:
-	 * us, the last ibmc__pump of any thread). */
+	 * no caller is inside the library (in_call counts those). */
 	pthread_t progress;
 	int progress_on, progress_stop;
 	int in_call;
 	pthread_cond_t call_done;
-	int64_t pumped;
 	/* The caller's progress, run while a blocking call waits
 	 * (ibmc_set_wait_hook): set before any call, read under lock. */
 	ibmc_wait_hook_t wait_hook;

@@ -221,7 +221,6 @@ int ibmc__pump(struct ibmc_context *ctx, int timeout_ms)
 	struct ibmc_tr_pkt pkt;
 	int rc, i;
 
-	ctx->pumped = ibmc__task_now();
 	replay_due(ctx);
 	if (ibmc__model_busy(ctx))
 		return 0;

@@ -7,10 +7,7 @@
  * 001, section 6: a late or busy rank must not hold up the others). It
  * sleeps in the transport's wait (no lock held) until a datagram may be
  * ready or the next timer is due, and steps aside while a caller is in
- * the library, which then progresses everything itself, unless that
- * caller has taken nothing in for CALLER_STALE_US: a caller inside its
- * wait hook (the MPI's own progress engine) or off the CPU must not leave
- * liveness probes unanswered.
+ * the library, which then progresses everything itself.
  */
 #include "config.h"
 
@@ -26,11 +23,6 @@
 #include "libjob/task.h"
 
 #define IDLE_MS 10		/* longest sleep */
-/* A caller inside the library that has taken nothing in for this long
- * (its wait hook runs the MPI's own progress engine, or it lost the CPU)
- * is helped: probes of its liveness must still be answered, or the others
- * take it for dead. */
-#define CALLER_STALE_US 50000
 #define ARENA_WARM (64 * 1024)	/* what a few early packets need */
 
 static void nap_ms(int ms)
@@ -70,8 +62,7 @@ static void *progress_main(void *arg)
 	warm_arena();
 	pthread_mutex_lock(&ctx->lock);
 	while (!ctx->progress_stop) {
-		if (ctx->in_call &&
-		    ibmc__task_now() - ctx->pumped < CALLER_STALE_US) {
+		if (ctx->in_call) {
 			/* The caller pumps; wake when it leaves. */
 			struct timespec ts = ibmc__deadline_ts(CLOCK_REALTIME,
 							       IDLE_MS);
