@@ -123,6 +123,7 @@ uint64_t dp_model_ser(const struct dp_model *m, size_t len, bool mc);
 struct dp_qmsg {
 	struct dp_qmsg *next;
 	uint64_t due_ns;	/* delay queue only */
+	uint64_t queued_ns;	/* endpoint queue: when it began to wait */
 	struct dp_ep *ep;	/* delay queue only */
 	size_t len;
 	uint8_t data[];
@@ -147,6 +148,7 @@ struct dp_ep {
 	struct dp_qmsg *held;		/* reorder: goes after the next one */
 	uint64_t held_ns;
 	uint64_t tx_pkts, tx_bytes, rx_pkts, rx_bytes, rq_overflow, errors;
+	uint64_t expired;		/* dropped past dp->lifetime_ns */
 	bool dead;
 	struct dp_ep *next;		/* all endpoints */
 	struct dp_ep *hnext;		/* endpoints of the same HCA */
@@ -187,6 +189,7 @@ enum dp_drop {
 	DP_DROP_QKEY,
 	DP_DROP_RQ_OVERFLOW,
 	DP_DROP_LINK_DOWN,	/* the link is not Active (PortInfo) */
+	DP_DROP_LIFETIME,	/* waited past --lifetime-ms for its QP */
 	DP_DROP_MAX
 };
 
@@ -218,6 +221,7 @@ struct dataplane {
 	int smp_timeout_ms;
 	int mft_ms, lft_ms, idle_ms;
 	uint64_t rq_bytes;		/* per endpoint queue in the daemon */
+	uint64_t lifetime_ns;		/* a packet's longest wait in it */
 	/* tables */
 	uint8_t **lft;			/* [switch node][lid] */
 	struct dp_mlid **mlid;		/* [mlid - 0xc000] */

@@ -34,6 +34,7 @@ endif
 
 if BUILD_OSM_PLUGIN
 TESTS += tests/integration/dataplane_unicast.sh \
+	tests/integration/dataplane_queue.sh \
 	tests/integration/dataplane_multicast.sh \
 	tests/integration/dataplane_faults.sh \
 	tests/integration/dataplane_follows_fabric.sh

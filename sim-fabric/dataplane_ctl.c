@@ -103,7 +103,7 @@ static json_t *counters(struct dataplane *dp, bool all)
 		if (!ep->hello)
 			continue;
 		json_array_append_new(eps, json_pack(
-			"{s:s,s:i,s:i,s:I,s:I,s:I,s:I,s:I,s:I,s:i}",
+			"{s:s,s:i,s:i,s:I,s:I,s:I,s:I,s:I,s:I,s:I,s:i}",
 			"node", ep->node, "lid", dp->fm.node[ep->hca].lid,
 			"qpn", (int)ep->qpn,
 			"tx_packets", (json_int_t)ep->tx_pkts,
@@ -111,6 +111,7 @@ static json_t *counters(struct dataplane *dp, bool all)
 			"rx_packets", (json_int_t)ep->rx_pkts,
 			"rx_bytes", (json_int_t)ep->rx_bytes,
 			"rq_overflow", (json_int_t)ep->rq_overflow,
+			"expired", (json_int_t)ep->expired,
 			"errors", (json_int_t)ep->errors,
 			"attached", ep->natt));
 	}
@@ -159,7 +160,7 @@ static void reset(struct dataplane *dp)
 	dp->delivered = dp->bad_msgs = 0;
 	for (ep = dp->eps; ep; ep = ep->next)
 		ep->tx_pkts = ep->tx_bytes = ep->rx_pkts = ep->rx_bytes =
-			ep->rq_overflow = ep->errors = 0;
+			ep->rq_overflow = ep->expired = ep->errors = 0;
 }
 
 static json_t *faults_obj(struct dataplane *dp)
@@ -355,6 +356,14 @@ static const char *set(struct dataplane *dp, json_t *req)
 			f->npattern = 0;
 		} else if (!strcmp(key, "seed")) {
 			f->seed = f->rng = (uint64_t)d;
+		} else if (!strcmp(key, "lifetime_ms")) {
+			if (d < 0 || d > 3600000)
+				return "lifetime_ms: 0..3600000";
+			dp->lifetime_ns = (uint64_t)d * 1000000ull;
+		} else if (!strcmp(key, "rq_bytes")) {
+			if (d < 4096 || d > (double)(1L << 30))
+				return "rq_bytes: 4096..1073741824";
+			dp->rq_bytes = (uint64_t)d;
 		} else if (!strcmp(key, "mft_ms") || !strcmp(key, "lft_ms")) {
 			if (d < 1 || d > 600000)
 				return "mft_ms/lft_ms: 1..600000";
@@ -426,6 +435,9 @@ static json_t *status(struct dataplane *dp)
 	json_object_set_new(o, "faults", faults_obj(dp));
 	json_object_set_new(o, "model", model_obj(dp));
 	json_object_set_new(o, "lft_ready", json_boolean(dp->lft_ready));
+	json_object_set_new(o, "rq_bytes", json_integer((json_int_t)dp->rq_bytes));
+	json_object_set_new(o, "lifetime_ms",
+			    json_integer((json_int_t)(dp->lifetime_ns / 1000000)));
 	return o;
 }
 

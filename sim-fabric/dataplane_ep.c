@@ -3,7 +3,8 @@
  * Parses and checks every message (a bad one gets ERROR and is counted),
  * and delivers packets without ever blocking: what the socket cannot take
  * waits in a bounded queue, beyond it the packet is dropped as a UD packet
- * finding no receive WQE would be. */
+ * finding no receive WQE would be, and a packet that waited in it longer
+ * than the packet lifetime is dropped as a switch drops it. */
 #include "config.h"
 
 #include <errno.h>
@@ -13,11 +14,15 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "sim-fabric/dataplane.h"
 
 #define MSGS_PER_WAKE 64
-#define SOCK_BUF (4 << 20)
+/* What the kernel holds toward an endpoint is beyond the packet lifetime's
+ * reach, so it is kept shallow (the kernel doubles it: some 100 packets of
+ * 4 KiB); the rest waits in ep's queue, where it ages. */
+#define SOCK_BUF (256 << 10)
 
 int dp_ep_accept(struct dataplane *dp)
 {
@@ -49,10 +54,39 @@ static void kill_ep(struct dataplane *dp, struct dp_ep *ep)
 	ep->dead = true;
 }
 
+/* Drop the packets at the head of ep's queue that waited past the packet
+ * lifetime. A packet the switches hold for seconds would arrive long after
+ * its sender gave up on it, and everything behind it later still: IB bounds
+ * that wait instead (a switch drops a packet past its head-of-queue
+ * lifetime, about 1 s by OpenSM's default head_of_queue_lifetime 0x12).
+ * Control answers are the daemon's own and are never dropped. */
+static void expire(struct dataplane *dp, struct dp_ep *ep, uint64_t now)
+{
+	struct dp_qmsg **pp = &ep->qhead, *m, *kept = NULL;
+
+	if (!dp->lifetime_ns)
+		return;
+	while ((m = *pp) && now - m->queued_ns > dp->lifetime_ns) {
+		if (!m->ep) {
+			kept = m;
+			pp = &m->next;
+			continue;
+		}
+		*pp = m->next;
+		ep->qbytes -= m->len;
+		ep->expired++;
+		dp->drops[DP_DROP_LIFETIME]++;
+		free(m);
+	}
+	if (!*pp)
+		ep->qtail = kept;
+}
+
 /* Hand m to the socket, or queue it; takes m. */
 static void put_msg(struct dataplane *dp, struct dp_ep *ep, struct dp_qmsg *m,
 		    bool ctl)
 {
+	uint64_t now;
 	ssize_t n;
 	bool recv_msg = !ctl;
 
@@ -76,6 +110,8 @@ static void put_msg(struct dataplane *dp, struct dp_ep *ep, struct dp_qmsg *m,
 			return;
 		}
 	}
+	now = ibmc__now_ns();
+	expire(dp, ep, now);
 	if (!ctl && ep->qbytes + m->len > dp->rq_bytes) {
 		ep->rq_overflow++;
 		dp->drops[DP_DROP_RQ_OVERFLOW]++;
@@ -83,6 +119,7 @@ static void put_msg(struct dataplane *dp, struct dp_ep *ep, struct dp_qmsg *m,
 		return;
 	}
 	m->next = NULL;
+	m->queued_ns = now;
 	/* ep doubles as "this is a packet" for the counters at flush */
 	m->ep = recv_msg ? ep : NULL;
 	if (ep->qtail)
@@ -98,6 +135,7 @@ void dp_ep_flush(struct dataplane *dp, struct dp_ep *ep)
 	struct dp_qmsg *m;
 	ssize_t n;
 
+	expire(dp, ep, ibmc__now_ns());
 	while ((m = ep->qhead) && !ep->dead) {
 		n = send(ep->fd, m->data, m->len, MSG_DONTWAIT | MSG_NOSIGNAL);
 		if (n < 0) {

@@ -26,6 +26,7 @@ const char *const dp_drop_names[DP_DROP_MAX] = {
 	[DP_DROP_QKEY] = "qkey",
 	[DP_DROP_RQ_OVERFLOW] = "rq_overflow",
 	[DP_DROP_LINK_DOWN] = "link_down",
+	[DP_DROP_LIFETIME] = "lifetime",
 };
 
 /* splitmix64: small, seedable, good enough for fault injection. */

@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,10 +38,40 @@ static void usage(FILE *f)
 	fprintf(f,
 		"usage: ibmcast-dataplane --socket PATH --ctl PATH [--mft-ms N]\n"
 		"           [--lft-ms N] [--topo-ms N] [--idle-ms N]\n"
-		"           [--smp-timeout-ms N]"
-		"           [--rq-bytes N] [--seed N] [--model NAME]\n"
+		"           [--smp-timeout-ms N] [--rq-bytes N]\n"
+		"           [--lifetime-ms N] [--rt-priority N] [--seed N]\n"
+		"           [--model NAME]\n"
 		"       ibmcast-dataplane ctl --ctl PATH counters [--all] | reset |\n"
 		"           status | clear | set KEY=VAL... | json REQUEST\n");
+}
+
+/*
+ * The switches this daemon stands for are hardware: they never wait for a
+ * host's CPU. Under a normal time share they did, on an oversubscribed
+ * host: Open MPI ranks that spin in sched_yield while idle took both CPUs
+ * of a 2-core machine from every other session for 10-30 s at a time
+ * (perf: two ranks in ompi_comm_nextcid, 88% of all samples; the data
+ * plane, OpenSM and a 10 Hz ticker got none), the packets in flight
+ * stopped, and live ranks were taken for dead. A real-time class keeps the
+ * fabric moving; it only ever runs on packets the hosts sent, and the
+ * kernel's real-time throttling (sched_rt_runtime_us) leaves the rest of
+ * the machine its share even so. Without the privilege (not root, no
+ * CAP_SYS_NICE) it runs time-shared and says so.
+ */
+static void set_realtime(int prio, char *what, size_t len)
+{
+	struct sched_param sp = { .sched_priority = prio };
+
+	if (!prio) {
+		snprintf(what, len, "time-shared (--rt-priority 0)");
+		return;
+	}
+	if (sched_setscheduler(0, SCHED_RR, &sp) == 0) {
+		snprintf(what, len, "real-time SCHED_RR priority %d", prio);
+		return;
+	}
+	snprintf(what, len, "time-shared (SCHED_RR priority %d: %s)", prio,
+		 strerror(errno));
 }
 
 static int listen_unix(const char *path, int type)
@@ -244,6 +275,8 @@ int main(int argc, char **argv)
 		{ "idle-ms", required_argument, NULL, 'i' },
 		{ "smp-timeout-ms", required_argument, NULL, 't' },
 		{ "rq-bytes", required_argument, NULL, 'r' },
+		{ "lifetime-ms", required_argument, NULL, 'L' },
+		{ "rt-priority", required_argument, NULL, 'P' },
 		{ "seed", required_argument, NULL, 'S' },
 		{ "model", required_argument, NULL, 'M' },
 		{ "help", no_argument, NULL, 'h' },
@@ -251,9 +284,12 @@ int main(int argc, char **argv)
 	};
 	struct dataplane dp = { .mft_ms = 15, .lft_ms = 1000, .topo_ms = 1000,
 				.idle_ms = 10000, .smp_timeout_ms = 100,
-				.rq_bytes = 16u << 20, .listen_fd = -1,
+				.rq_bytes = 16u << 20,
+				.lifetime_ns = 1000000000ull, .listen_fd = -1,
 				.ctl_fd = -1 };
 	const char *sock = NULL, *ctl = NULL, *model = "hdr";
+	char sched[96];
+	int rt_prio = 1;
 	struct sigaction sa = { .sa_handler = on_signal };
 	int c, ret = 1;
 
@@ -275,6 +311,11 @@ int main(int argc, char **argv)
 					"--smp-timeout-ms", 1, 60000); break;
 		case 'r': dp.rq_bytes = (uint64_t)num_opt(optarg, "--rq-bytes",
 					4096, 1L << 30); break;
+		case 'P': rt_prio = (int)num_opt(optarg, "--rt-priority", 0,
+						  99); break;
+		case 'L': dp.lifetime_ns = (uint64_t)num_opt(optarg,
+				"--lifetime-ms", 0, 3600000) * 1000000ull;
+			break;
 		case 'S': dp.faults.seed = dp.faults.rng =
 			(uint64_t)num_opt(optarg, "--seed", 0, 0x7fffffffffffffffL);
 			break;
@@ -303,10 +344,11 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	dp.start_ns = ibmc__now_ns();
+	set_realtime(rt_prio, sched, sizeof(sched));
 	fprintf(stderr, "ibmcast-dataplane: ready on %s (control %s), MFTs "
 		"re-read every %d ms, LFTs every %d ms, port states every %d "
-		"ms, timing model %s\n", sock, ctl, dp.mft_ms, dp.lft_ms,
-		dp.topo_ms, dp.model.name);
+		"ms, timing model %s, %s\n", sock, ctl, dp.mft_ms, dp.lft_ms,
+		dp.topo_ms, dp.model.name, sched);
 	loop(&dp);
 	ret = 0;
 	fprintf(stderr, "ibmcast-dataplane: stopping\n");

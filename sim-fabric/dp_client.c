@@ -19,6 +19,11 @@
 #include "sim-fabric/dp_client.h"
 
 #define SOCK_BUF (4 << 20)
+/* What this endpoint sent and the daemon has not read yet waits in the
+ * socket, where no packet lifetime reaches it; kept shallow, a sender that
+ * outruns the daemon waits in sendmsg as an HCA waits for link credits, and
+ * a small answer it sends is not behind megabytes of its own data. */
+#define SEND_BUF (256 << 10)
 #define STASH_MAX 65536		/* packets kept while awaiting a reply */
 #define DP_BUF_SIZE (IBMC_DP_MSG_MAX + 64)	/* one message from the daemon */
 
@@ -165,7 +170,7 @@ int ibmc__dp_open(const char *path, const char *node, uint32_t qkey,
 	struct sockaddr_un a = { .sun_family = AF_UNIX };
 	struct ibmc_dp_hello hello = { .qkey = qkey };
 	struct ibmc_dp *dp;
-	int sz = SOCK_BUF, ret;
+	int sz = SOCK_BUF, snd = SEND_BUF, ret;
 
 	if (!path)
 		path = getenv("IBMCAST_SIM_DATAPLANE");
@@ -184,7 +189,7 @@ int ibmc__dp_open(const char *path, const char *node, uint32_t qkey,
 		return ret;
 	}
 	setsockopt(dp->fd, SOL_SOCKET, SO_RCVBUF, &sz, sizeof(sz));
-	setsockopt(dp->fd, SOL_SOCKET, SO_SNDBUF, &sz, sizeof(sz));
+	setsockopt(dp->fd, SOL_SOCKET, SO_SNDBUF, &snd, sizeof(snd));
 	if (connect(dp->fd, (struct sockaddr *)&a, sizeof(a)) < 0) {
 		ret = -errno;
 		goto err;

@@ -27,6 +27,7 @@ static long count = 1, timeout_ms = 5000, size = -1, join_state = 1;
 static long interval_us;      /* send: pause between packets */
 static const char *until_file; /* send: stop once this file exists */
 static bool control_between;   /* recv: a control request before printing */
+static long stall_ms;          /* recv: read nothing for this long first */
 
 static long ms_since(const struct timespec *t0)
 {
@@ -88,6 +89,10 @@ static int cmd_recv(void)
 		die("attach", ret);
 	printf("ready lid %u qpn %u mtu %u\n", me->lid, me->qpn, me->mtu);
 	fflush(stdout);
+	/* An endpoint that does not read: what it is sent piles up in the
+	 * daemon (its receive queue and the packet lifetime). */
+	if (stall_ms > 0)
+		usleep((useconds_t)(stall_ms * 1000));
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	while (count <= 0 || got < count) {
 		ret = ibmc__dp_recv(dp, &h, &data, &len, (int)timeout_ms);
@@ -279,6 +284,7 @@ int main(int argc, char **argv)
 		{ "interval-us", required_argument, NULL, 'i' },
 		{ "until-file", required_argument, NULL, 'u' },
 		{ "control-between", no_argument, NULL, 'C' },
+		{ "stall-ms", required_argument, NULL, 'w' },
 		{ NULL, 0, NULL, 0 }
 	};
 	const char *cmd;
@@ -315,6 +321,7 @@ int main(int argc, char **argv)
 		case 'i': interval_us = strtol(optarg, NULL, 0); break;
 		case 'u': until_file = optarg; break;
 		case 'C': control_between = true; break;
+		case 'w': stall_ms = strtol(optarg, NULL, 0); break;
 		default: return 2;
 		}
 	}
