@@ -30,8 +30,7 @@ run; a leaf's uplink down during the run and back.
   --short        5 runs of 200 operations, one per fault, a rank 15 s
                  late, loss up to 5%, no hog (the suite runs two tests at
                  once: a hog beside starved the other's simulated fabric,
-                 whose ibsim died); the late and the kill run go through
-                 MPICH
+                 whose ibsim died)
   --runs N       runs (default 20)
   --from R       start at run R (to repeat one run: --from R --runs 1)
   --ops N        operations per run (default 2000)
@@ -208,12 +207,6 @@ declare -A WALL
 
 for ((r = FROM; r < FROM + RUNS; r++)); do
 	mpi=${MPIS[r % ${#MPIS[@]}]}
-	# --short: the late and the kill run through MPICH. Through Open MPI
-	# a rank 15 s late while another test loaded the host made every
-	# rank take the broadcast's root for dead (README, "Left").
-	if [ "$SHORT" = 1 ] && [ "${#MPIS[@]}" = 2 ]; then
-		case $((r % 5)) in 1|2) mpi=mpich ;; *) mpi=ompi ;; esac
-	fi
 	seed=$((SEED + r))
 	loss=${LOSSES[r % 5]}
 	hogs=${HOGS[(r / 2) % 3]}
