@@ -222,6 +222,8 @@ struct dataplane {
 	int mft_ms, lft_ms, idle_ms;
 	uint64_t rq_bytes;		/* per endpoint queue in the daemon */
 	uint64_t lifetime_ns;		/* a packet's longest wait in it */
+	int rt_prio;			/* SCHED_RR's while endpoints exist */
+	bool rt_on;
 	/* tables */
 	uint8_t **lft;			/* [switch node][lid] */
 	struct dp_mlid **mlid;		/* [mlid - 0xc000] */

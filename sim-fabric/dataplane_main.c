@@ -24,6 +24,8 @@
 #include "common/parse.h"
 #include "sim-fabric/dataplane.h"
 
+#define UMAD_DRAIN_MS 10
+
 static struct dataplane *the_dp;
 
 static void on_signal(int sig)
@@ -52,26 +54,44 @@ static void usage(FILE *f)
  * of a 2-core machine from every other session for 10-30 s at a time
  * (perf: two ranks in ompi_comm_nextcid, 88% of all samples; the data
  * plane, OpenSM and a 10 Hz ticker got none), the packets in flight
- * stopped, and live ranks were taken for dead. A real-time class keeps the
- * fabric moving; it only ever runs on packets the hosts sent, and the
- * kernel's real-time throttling (sched_rt_runtime_us) leaves the rest of
- * the machine its share even so. Without the privilege (not root, no
- * CAP_SYS_NICE) it runs time-shared and says so.
+ * stopped, and live ranks were taken for dead. So while endpoints are
+ * connected the daemon runs real-time; it only ever runs then on packets
+ * the hosts sent, and the kernel's real-time throttling
+ * (sched_rt_runtime_us) leaves the rest of the machine its share even so.
+ * With no endpoint it only reads tables, and stays time-shared: real-time
+ * table passes over a 700-node fabric under a sanitizer kept ibsim and
+ * OpenSM from the CPU. Without the privilege (not root, no CAP_SYS_NICE)
+ * it always runs time-shared and says so.
  */
-static void set_realtime(int prio, char *what, size_t len)
+static void sched_probe(struct dataplane *dp, char *what, size_t len)
 {
-	struct sched_param sp = { .sched_priority = prio };
+	struct sched_param rr = { .sched_priority = dp->rt_prio }, other = { 0 };
 
-	if (!prio) {
+	if (!dp->rt_prio) {
 		snprintf(what, len, "time-shared (--rt-priority 0)");
 		return;
 	}
-	if (sched_setscheduler(0, SCHED_RR, &sp) == 0) {
-		snprintf(what, len, "real-time SCHED_RR priority %d", prio);
+	if (sched_setscheduler(0, SCHED_RR, &rr)) {
+		snprintf(what, len, "time-shared (SCHED_RR priority %d: %s)",
+			 dp->rt_prio, strerror(errno));
+		dp->rt_prio = 0;
 		return;
 	}
-	snprintf(what, len, "time-shared (SCHED_RR priority %d: %s)", prio,
-		 strerror(errno));
+	sched_setscheduler(0, SCHED_OTHER, &other);
+	snprintf(what, len, "real-time (SCHED_RR priority %d) while endpoints "
+		 "are connected", dp->rt_prio);
+}
+
+static void sched_follow(struct dataplane *dp)
+{
+	struct sched_param rr = { .sched_priority = dp->rt_prio }, other = { 0 };
+	bool want = dp->rt_prio && dp->nep > 0;
+
+	if (want == dp->rt_on)
+		return;
+	if (!sched_setscheduler(0, want ? SCHED_RR : SCHED_OTHER,
+				want ? &rr : &other))
+		dp->rt_on = want;
 }
 
 static int listen_unix(const char *path, int type)
@@ -202,8 +222,12 @@ static void loop(struct dataplane *dp)
 		next = dp_tables_next_ns(dp);
 		if (dp_delay_next_ns(dp) < next)
 			next = dp_delay_next_ns(dp);
-		tmo = next <= now ? 0 : next - now > 1000000000ull ? 1000 :
-			(int)((next - now + 999999) / 1000000);
+		/* At least every UMAD_DRAIN_MS: ibsim answers for every
+		 * client from one loop and spins on a client whose socket is
+		 * full, so what comes for this port is taken in promptly even
+		 * while no request of ours is under way. */
+		tmo = next <= now ? 0 : next - now >= UMAD_DRAIN_MS * 1000000ull ?
+			UMAD_DRAIN_MS : (int)((next - now + 999999) / 1000000);
 		if (poll(pfd, (nfds_t)n, tmo) < 0 && errno != EINTR)
 			break;
 		if (pfd[0].revents & POLLIN)
@@ -229,11 +253,12 @@ static void loop(struct dataplane *dp)
 			i++;
 		}
 		now = ibmc__now_ns();
-		dp_tables_tick(dp, now);
+		dp_tables_tick(dp, now);	/* drains the umad port too */
 		dp_topo_tick(dp, now);
 		dp_delay_tick(dp, now);
 		dp_ep_reap(dp);
 		dp_ctl_reap(dp);
+		sched_follow(dp);
 	}
 	free(pfd);
 	free(eps);
@@ -285,11 +310,11 @@ int main(int argc, char **argv)
 	struct dataplane dp = { .mft_ms = 15, .lft_ms = 1000, .topo_ms = 1000,
 				.idle_ms = 10000, .smp_timeout_ms = 100,
 				.rq_bytes = 16u << 20,
-				.lifetime_ns = 1000000000ull, .listen_fd = -1,
+				.lifetime_ns = 1000000000ull, .rt_prio = 1,
+				.listen_fd = -1,
 				.ctl_fd = -1 };
 	const char *sock = NULL, *ctl = NULL, *model = "hdr";
 	char sched[96];
-	int rt_prio = 1;
 	struct sigaction sa = { .sa_handler = on_signal };
 	int c, ret = 1;
 
@@ -311,8 +336,8 @@ int main(int argc, char **argv)
 					"--smp-timeout-ms", 1, 60000); break;
 		case 'r': dp.rq_bytes = (uint64_t)num_opt(optarg, "--rq-bytes",
 					4096, 1L << 30); break;
-		case 'P': rt_prio = (int)num_opt(optarg, "--rt-priority", 0,
-						  99); break;
+		case 'P': dp.rt_prio = (int)num_opt(optarg, "--rt-priority",
+						     0, 99); break;
 		case 'L': dp.lifetime_ns = (uint64_t)num_opt(optarg,
 				"--lifetime-ms", 0, 3600000) * 1000000ull;
 			break;
@@ -344,7 +369,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	dp.start_ns = ibmc__now_ns();
-	set_realtime(rt_prio, sched, sizeof(sched));
+	sched_probe(&dp, sched, sizeof(sched));
 	fprintf(stderr, "ibmcast-dataplane: ready on %s (control %s), MFTs "
 		"re-read every %d ms, LFTs every %d ms, port states every %d "
 		"ms, timing model %s, %s\n", sock, ctl, dp.mft_ms, dp.lft_ms,

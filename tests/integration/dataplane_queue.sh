@@ -20,7 +20,7 @@ need_cmd chrt util-linux
 need_file "$DP_BIN" "sim-fabric/ibmcast-dataplane"
 need_file "$DP_TOOL" "tests/dataplane/dp_tool"
 
-plan 13
+plan 15
 
 SENT=800	# 2 KiB packets (the MTU here): 1.6 MB, many times what the socket holds
 
@@ -33,13 +33,24 @@ sim_up --hosts 8 --radix 8 --no-plugin || bail_out "fabric did not come up"
 
 pid=$(awk '{ print $1 }' "$SIM_DIR/pids/dataplane")
 if [ "$(id -u)" = 0 ]; then
+	like "$(head -5 "$SIM_DIR/dataplane.log")" \
+		"real-time \(SCHED_RR priority 1\) while endpoints are connected" \
+		"the data plane says it runs real-time while endpoints are connected"
+	like "$(chrt -p "$pid")" "policy: SCHED_OTHER" \
+		"with none connected it is time-shared (it only reads tables)"
+	dp_recv_bg "$tmp/sched" --node node3 --count 0 --timeout-ms 1000 \
+		--stall-ms 3000
+	wait_until 10 sh -c "chrt -p $pid | grep -q SCHED_RR"
 	like "$(chrt -p "$pid")" "policy: SCHED_RR" \
-		"the data plane runs in the real-time class (SCHED_RR)"
-	like "$(head -5 "$SIM_DIR/dataplane.log")" "real-time SCHED_RR priority 1" \
-		"and its first line says so"
+		"with an endpoint connected it runs SCHED_RR"
+	wait_until 20 sh -c "chrt -p $pid | grep -q SCHED_OTHER"
+	like "$(chrt -p "$pid")" "policy: SCHED_OTHER" \
+		"and time-shared again once the endpoint is gone"
 else
 	skip "not root: the data plane may not take SCHED_RR here"
-	skip "not root: its first line says time-shared"
+	skip "not root: it stays time-shared"
+	skip "not root: it stays time-shared"
+	skip "not root: it stays time-shared"
 fi
 
 # stalled TAG SET...: the daemon set so, counters reset, a receiver on

@@ -49,8 +49,10 @@ run; a leaf's uplink down during the run and back.
 
 Per run: collectives (every rank's checked calls, summed), wrong results,
 hang (the run did not end within its bound), spurious failures (an error
-in a run where no rank was killed), and in a kill run the slowest
-survivor's time to report it. Exit 1 when a run had a wrong result, a hang,
+in a run where no rank was killed), in a kill run the slowest
+survivor's time to report it, and in a run with a rank late by 100 s or
+more, the packets a second the waiting ranks' endpoints sent while they
+waited (most/mean over the endpoints, 30-90 s into the wait). Exit 1 when a run had a wrong result, a hang,
 a spurious failure, or a survivor that reported a kill later than
 IBMCAST_DEAD_MS + 5 s.
 EOF
@@ -192,6 +194,28 @@ link_flap() {
 	"$IBMCAST_SIM" link --dir "$SIM_DIR" up S-leaf1 5 --wait > /dev/null 2>&1
 }
 
+# quiet_rate LOG OUT: what the waiting ranks send while a rank is late.
+# From 30 s after the late rank's line (the waits have settled) for 60 s,
+# each endpoint's packets a second; writes "MAX MEAN" over the endpoints to
+# OUT. Only for a rank late by 100 s or more (the window must fit).
+quiet_rate() {
+	local log=$1 out=$2 i a b q
+	q='[.endpoints[] | {key: "\(.node)/\(.qpn)", value: .tx_packets}] | from_entries'
+	for ((i = 0; i < 900; i++)); do
+		grep -q ': late by ' "$log" 2> /dev/null && break
+		sleep 1
+	done
+	grep -q ': late by ' "$log" 2> /dev/null || return 0
+	sleep 30
+	a=$(dp_ctl counters | jq -c "$q") || return 0
+	sleep 60
+	b=$(dp_ctl counters | jq -c "$q") || return 0
+	jq -rn --argjson a "$a" --argjson b "$b" \
+		'[$b | to_entries[] | select($a[.key] != null) |
+		  (.value - $a[.key]) / 60] | "\(max) \(add / length)"' |
+		awk '{ printf "%.1f/%.1f\n", $1, $2 }' > "$out"
+}
+
 sm_restart() {
 	sleep 3
 	"$IBMCAST_SIM" restart-sm --dir "$SIM_DIR" > /dev/null 2>&1
@@ -199,9 +223,9 @@ sm_restart() {
 
 
 SKEWS=(100 10000 200000)
-echo "run,mpi,integration,seed,loss,hogs,skew_us,fault,fault_rank,fault_at,collectives,wrong,hang,spurious,failed_ranks,kill_report_s,wall_s" > "$CSV"
-printf '%-4s %-6s %-8s %-5s %-4s %-7s %-10s %7s %5s %4s %8s %8s %7s\n' \
-	run mpi with loss hogs skew fault colls wrong hang spurious kill_s wall_s
+echo "run,mpi,integration,seed,loss,hogs,skew_us,fault,fault_rank,fault_at,collectives,wrong,hang,spurious,failed_ranks,kill_report_s,wall_s,quiet_pps" > "$CSV"
+printf '%-4s %-6s %-8s %-5s %-4s %-7s %-10s %7s %5s %4s %8s %8s %7s %9s\n' \
+	run mpi with loss hogs skew fault colls wrong hang spurious kill_s wall_s quiet_pps
 T_COLLS=0; T_WRONG=0; T_HANG=0; T_SPUR=0; T_KILLRUNS=0; T_KILLBAD=0
 declare -A WALL
 
@@ -245,10 +269,24 @@ for ((r = FROM; r < FROM + RUNS; r++)); do
 		sm-restart) sm_restart & bg=$! ;;
 		link-down) link_flap & bg=$! ;;
 		esac
+		qbg=
+		rm -f "$OUT/run$r-$mpi-$with.quiet"
+		if [ "$fault" = late ] && [ "$plain" = 0 ] &&
+		   [ "${LATE_S%.*}" -ge 100 ]; then
+			quiet_rate "$log" "$OUT/run$r-$mpi-$with.quiet" &
+			qbg=$!
+		fi
 		start=${EPOCHREALTIME/./}
 		launch "$mpi" "$plain" "$log" "$bound" --seed "$seed" --ops "$OPS" \
 			--skew-us "$skew" "${extra[@]}"
 		rc=$?
+		if [ -n "$qbg" ]; then
+			kill "$qbg" 2> /dev/null
+			wait "$qbg" 2> /dev/null
+		fi
+		quiet=-
+		[ ! -s "$OUT/run$r-$mpi-$with.quiet" ] ||
+			quiet=$(cat "$OUT/run$r-$mpi-$with.quiet")
 		wall_ms=$(((${EPOCHREALTIME/./} - start) / 1000))
 		wall=$((wall_ms / 1000))
 		wall_s=$(printf '%d.%d' "$wall" $((wall_ms % 1000 / 100)))
@@ -286,10 +324,11 @@ for ((r = FROM; r < FROM + RUNS; r++)); do
 			T_HANG=$((T_HANG + hang)); T_SPUR=$((T_SPUR + spurious))
 		fi
 		WALL[$mpi,$with]=$(( ${WALL[$mpi,$with]:-0} + wall_ms ))
-		printf '%-4s %-6s %-8s %-5s %-4s %-7s %-10s %7s %5s %4s %8s %8s %7s\n' \
+		printf '%-4s %-6s %-8s %-5s %-4s %-7s %-10s %7s %5s %4s %8s %8s %7s %9s\n' \
 			"$r" "$mpi" "$with" "$loss" "$hogs" "$skew" "$fault" \
-			"$colls" "$wrong" "$hang" "$spurious" "$kill_s" "$wall_s"
-		echo "$r,$mpi,$with,$seed,$loss,$hogs,$skew,$fault,$frank,$fat,$colls,$wrong,$hang,$spurious,$failed,$kill_s,$wall_s" >> "$CSV"
+			"$colls" "$wrong" "$hang" "$spurious" "$kill_s" "$wall_s" \
+			"$quiet"
+		echo "$r,$mpi,$with,$seed,$loss,$hogs,$skew,$fault,$frank,$fat,$colls,$wrong,$hang,$spurious,$failed,$kill_s,$wall_s,$quiet" >> "$CSV"
 	done
 done
 

@@ -416,8 +416,14 @@ int main(int argc, char **argv)
 				_exit(0);
 			raise(SIGKILL);
 		}
-		if ((long)op == late_at && wrank == late_rank)
+		if ((long)op == late_at && wrank == late_rank) {
+			/* soak.sh measures the others' packets while they
+			 * wait from this line on. */
+			printf("soak: rank %d: late by %g s before op %llu\n",
+			       wrank, late_s, (unsigned long long)op);
+			fflush(stdout);
 			usleep((useconds_t)(late_s * 1e6));
+		}
 		if (skew_us && below(&own, 4) == 0)
 			usleep((useconds_t)below(&own, (uint64_t)skew_us + 1));
 		if (c->comm == MPI_COMM_NULL)
