@@ -45,7 +45,7 @@ late_run() {
 	OUT=$("$IBMCAST_RUN" -n "$n" -k "$k" --nodes 'node[1-8]' --job 341 \
 		--timeout 120 -- "$CHECK" late 3 "$LATE" "$len" 2>&1) || rc=$?
 	is "$rc/$(grep -c '^rank [0-9]* ok waited' <<< "$OUT")" "0/$n" \
-		"$msg: rank 3 ${LATE} s late before each collective (3x IBMCAST_DEAD_MS): all $n ranks right (${SECONDS}s)" ||
+		"$msg: rank 3 ${LATE} s late before each collective ($((LATE * 1000 / IBMCAST_DEAD_MS))x IBMCAST_DEAD_MS): all $n ranks right (${SECONDS}s)" ||
 		diag "$OUT"
 	# Rank 0 waited for it in each of the four (the lateness landed).
 	waited=$(sed -n 's/^rank 0 ok waited \([0-9.]*\) s.*/\1/p' <<< "$OUT")
@@ -70,7 +70,14 @@ like "$(awk '/^rank [0-9]+ ok/ { s += $11 } END { print s }' <<< "$OUT")" \
 late_run "2 ranks per node (node-leader algorithms)" 16 2 65536
 dp_ctl set loss=0.05 seed=11 > /dev/null ||
 	bail_out "the data plane refused loss=0.05"
+# Under loss the collectives' own recovery (resends whose timers back off
+# over the wait) adds to the first seconds of each wait: rank 3 is 6 s late
+# here, so that the rate is the wait's, not its start's. At 3 s it sat
+# near the bound (8.4-8.8 a second alone; 10.2-11.3 in three runs of the
+# whole suite, two tests at once).
+LATE=6
 late_run "5% loss" 8 1
+LATE=3
 dp_ctl set loss=0 > /dev/null
 
 # The whole fabric stalls for twice the bound while the others wait for
