@@ -52,9 +52,9 @@ hang (the run did not end within its bound), spurious failures (an error
 in a run where no rank was killed), in a kill run the slowest
 survivor's time to report it, and in a run with a rank late by 100 s or
 more, the packets a second the waiting ranks' endpoints sent while they
-waited (most/mean over the endpoints, 30-90 s into the wait). Exit 1 when a run had a wrong result, a hang,
-a spurious failure, or a survivor that reported a kill later than
-IBMCAST_DEAD_MS + 5 s.
+waited (most/mean over the endpoints, 30-90 s into the wait). Exit 1 when
+a run had a wrong result, a hang, a spurious failure, or a survivor that
+reported a kill later than IBMCAST_DEAD_MS + 5 s.
 EOF
 }
 
